@@ -1,0 +1,1 @@
+"""faultbench: a fake, stateful, deliberately broken world for tool-using AI agents."""

@@ -1,0 +1,97 @@
+"""faultbench's exceptions.
+
+One tree, so callers can catch as broadly or as narrowly as they need::
+
+    FaultbenchError
+    ├── WorldFileError          a world file is wrong; message starts "path:line:col:"
+    │                           (also a ValueError). `.errors` holds every problem found.
+    ├── ToolCallError           a tool call was refused or failed; what the agent sees
+    │   ├── InvalidArguments    arguments do not match the tool's schema (also a TypeError)
+    │   ├── UnknownTool         no tool of that name (also a LookupError)
+    │   ├── RecordNotFound      get/update/delete of a missing id (also a LookupError)
+    │   ├── HandlerError        a custom handler refused the call (ValueError/LookupError/
+    │   │                       PermissionError raised inside it)
+    │   ├── HandlerCrashed      a custom handler raised anything else ("internal error")
+    │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
+    ├── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
+    └── ReentrantApplyError     an event was applied while applying an event
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class FaultbenchError(Exception):
+    """Base class of every error faultbench raises on purpose."""
+
+
+class SourceError(msgspec.Struct, frozen=True):
+    """One problem in a world file, at a 1-based line and column."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.message}"
+
+
+class WorldFileError(FaultbenchError, ValueError):
+    """A world file could not be loaded. `str(err)` lists every problem, one per line,
+    each starting ``path:line:col:``; `err.errors` holds them as `SourceError`s."""
+
+    def __init__(self, errors: list[SourceError] | SourceError):
+        if isinstance(errors, SourceError):
+            errors = [errors]
+        self.errors: list[SourceError] = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+class ToolCallError(FaultbenchError):
+    """A tool call the agent made failed. `str(err)` is exactly what the agent sees."""
+
+    #: short machine-readable kind, e.g. "invalid_arguments", "not_found", "timeout"
+    kind: str = "error"
+
+    def __init__(self, message: str, *, kind: str | None = None):
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidArguments(ToolCallError, TypeError):
+    kind = "invalid_arguments"
+
+
+class UnknownTool(ToolCallError, LookupError):
+    kind = "unknown_tool"
+
+
+class RecordNotFound(ToolCallError, LookupError):
+    kind = "not_found"
+
+
+class HandlerError(ToolCallError):
+    kind = "handler_error"
+
+
+class HandlerCrashed(ToolCallError):
+    kind = "internal_error"
+
+
+class InjectedFault(ToolCallError):
+    kind = "fault"
+
+
+class ReplayError(FaultbenchError):
+    """An event log could not be replayed into a world."""
+
+
+class ReentrantApplyError(FaultbenchError, RuntimeError):
+    """`apply` was called while an event was being applied: reducers may not emit events."""

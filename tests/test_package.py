@@ -1,0 +1,10 @@
+import subprocess
+import sys
+
+
+def test_cli_without_command_exits_2_with_usage():
+    proc = subprocess.run(
+        [sys.executable, "-m", "faultbench.cli"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert "usage: faultbench" in proc.stderr
