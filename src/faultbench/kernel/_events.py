@@ -1,0 +1,163 @@
+"""Events: every change to a world is one of these, appended to its log and folded into its
+state by `apply` (see `_reducer.py`).
+
+Rules that keep old logs readable forever:
+- events are facts, named in the past tense, frozen;
+- a new field always has a default (msgspec decodes old logs without it);
+- the tag (the `type` key in JSON) is the class name: never rename a class.
+
+Times are virtual (the world's clock), timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+
+class Event(msgspec.Struct, frozen=True, tag_field="type", tag=True):
+    seq: int  # position in the log, 0-based, gap-free
+    at: datetime  # virtual time at which the fact happened
+
+
+# --- world lifecycle -------------------------------------------------------------------------
+
+
+class WorldCreated(Event, frozen=True):
+    """Always event 0. Enough to find the world again and rebuild its genesis."""
+
+    world: str
+    seed: int
+    run: int = 0
+    digest: str = ""  # sha256 of the world file the log was made with
+    path: str | None = None
+
+
+class WorldForked(Event, frozen=True):
+    """First event a fork appends: the log before it is the parent's, shared."""
+
+    parent_seq: int  # seq of the parent's last event at the fork point
+    run: int = 0
+    faults: bool = True
+
+
+# --- records -----------------------------------------------------------------------------------
+
+
+class RecordCreated(Event, frozen=True):
+    table: str
+    id: str
+    fields: dict[str, Any]  # the whole record, `id` included, in field order
+    call_id: str | None = None  # None for seed data and direct Table writes
+
+
+class RecordUpdated(Event, frozen=True):
+    table: str
+    id: str
+    changes: dict[str, Any]  # new values of the fields that changed
+    old: dict[str, Any] = {}  # their values before, for diffs and stale reads
+    call_id: str | None = None
+
+
+class RecordDeleted(Event, frozen=True):
+    table: str
+    id: str
+    old: dict[str, Any] = {}  # the record as it was
+    call_id: str | None = None
+
+
+# --- time ----------------------------------------------------------------------------------
+
+
+class ClockAdvanced(Event, frozen=True):
+    """The virtual clock moved from `at` to `to` (latency, a timeout, or a test)."""
+
+    to: datetime
+    call_id: str | None = None
+
+
+# --- calls -----------------------------------------------------------------------------------
+
+
+class CallStarted(Event, frozen=True):
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    #: this call's 1-based index among valid calls to `tool` (what fault scripts count);
+    #: None for calls rejected before reaching the operation (unknown tool, bad arguments)
+    k: int | None = None
+
+
+class FaultInjected(Event, frozen=True):
+    call_id: str
+    tool: str
+    kind: str  # "timeout", "http_500", "rate_limit", ...
+    detail: dict[str, Any] = {}  # e.g. {"timeout_s": 30, "commit": true}
+
+
+class CallSucceeded(Event, frozen=True):
+    call_id: str
+    tool: str
+    value: Any = None  # what the agent was answered
+
+
+class CallFailed(Event, frozen=True):
+    call_id: str
+    tool: str
+    kind: str  # ToolCallError.kind: "invalid_arguments", "not_found", "timeout", ...
+    message: str = ""  # exactly what the agent saw
+
+
+AnyEvent = (
+    WorldCreated
+    | WorldForked
+    | RecordCreated
+    | RecordUpdated
+    | RecordDeleted
+    | ClockAdvanced
+    | CallStarted
+    | FaultInjected
+    | CallSucceeded
+    | CallFailed
+)
+
+# `order="deterministic"` sorts dict keys, so the bytes never depend on insertion order.
+_encoder = msgspec.json.Encoder(order="deterministic")
+_decoder = msgspec.json.Decoder(AnyEvent)
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as one line of JSON, without the newline."""
+    return _encoder.encode(event)
+
+
+def encode_events(events: Iterable[Event]) -> bytes:
+    """Events as JSON Lines: deterministic bytes, one event per line, newline-terminated."""
+    out = bytearray()
+    for ev in events:
+        _encoder.encode_into(ev, out, -1)
+        out += b"\n"
+    return bytes(out)
+
+
+def decode_events(data: bytes | str | Iterable[bytes | str]) -> list[Event]:
+    """Parse JSON Lines (a whole buffer or an iterable of lines) back into events.
+    Blank lines are skipped; a malformed line raises `msgspec.DecodeError` naming its line.
+    """
+    if isinstance(data, str):
+        data = data.encode()
+    lines = data.splitlines() if isinstance(data, bytes) else data
+    events: list[Event] = []
+    for lineno, line in enumerate(lines, 1):
+        if isinstance(line, str):
+            line = line.encode()
+        if not line.strip():
+            continue
+        try:
+            events.append(_decoder.decode(line))
+        except msgspec.DecodeError as exc:
+            raise msgspec.DecodeError(f"event log line {lineno}: {exc}") from None
+    return events
