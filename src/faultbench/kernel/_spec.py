@@ -173,3 +173,15 @@ class WorldSpec(msgspec.Struct, frozen=True):
     handlers: dict[str, Any] = msgspec.field(default_factory=dict)
     #: sha256 hex of the file's bytes (or of the string loaded), recorded in WorldCreated
     digest: str = ""
+
+
+#: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of
+#: these; the loader reports the collision. `tests/kernel` checks this list matches `World`.
+WORLD_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        "name", "spec", "seed", "run", "faults_enabled",
+        "table", "tables", "clock", "call", "acall", "tools", "tool",
+        "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
+        "state_hash", "diff", "to_dict", "set_faults", "fault_rules",
+    }
+)  # fmt: skip
