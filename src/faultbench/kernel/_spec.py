@@ -102,6 +102,7 @@ class ServiceSpec(msgspec.Struct, frozen=True):
     records: tuple[str, ...]  # record names, file order
     operations: tuple[str, ...]  # tool names, file order
     loc: Location | None = None
+    description: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +145,8 @@ class FaultRule(msgspec.Struct, frozen=True):
     not_found_if_newer_than_s: float | None = None
     script: tuple[tuple[int, ErrorRule], ...] = ()  # (k, error), k 1-based, sorted by k
     loc: Location | None = None
+    #: rule-level `timeout_s:`; `merged_rule` copies it into timeout errors that set none
+    timeout_s: float | None = None
 
 
 class SeedPlan(msgspec.Struct, frozen=True):
@@ -173,6 +176,7 @@ class WorldSpec(msgspec.Struct, frozen=True):
     handlers: dict[str, Any] = msgspec.field(default_factory=dict)
     #: sha256 hex of the file's bytes (or of the string loaded), recorded in WorldCreated
     digest: str = ""
+    description: str | None = None
 
 
 #: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of
