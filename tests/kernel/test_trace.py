@@ -1,0 +1,312 @@
+"""Trace: calls rebuilt from an event log (built directly from `_events` types)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+import pytest
+
+from faultbench.kernel._calls import CallResult
+from faultbench.kernel._events import (
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    ClockAdvanced,
+    Event,
+    FaultInjected,
+    RecordCreated,
+    WorldCreated,
+    decode_events,
+    encode_events,
+)
+from faultbench.kernel._trace import Trace
+
+T0 = datetime(2025, 6, 1, tzinfo=UTC)
+TIMEOUT_MSG = "504 Gateway Timeout: payments.issue_refund did not answer within 30s"
+
+
+class Log:
+    """Writes an event log the way the call pipeline does, one call at a time."""
+
+    def __init__(self, *, seed: int = 1, run: int = 0) -> None:
+        self.events: list[Event] = [WorldCreated(seq=0, at=T0, world="shop", seed=seed, run=run)]
+        self.now = T0
+        self.n_calls = 0
+        self.ks: dict[str, int] = {}
+
+    def add(self, cls: type[Event], **kw: Any) -> Event:
+        ev = cls(seq=len(self.events), at=self.now, **kw)
+        self.events.append(ev)
+        return ev
+
+    def advance(self, seconds: float, call_id: str | None = None) -> None:
+        to = self.now + timedelta(seconds=seconds)
+        self.add(ClockAdvanced, to=to, call_id=call_id)
+        self.now = to
+
+    def seed(self, table: str, id: str, **fields: Any) -> None:
+        self.add(RecordCreated, table=table, id=id, fields={"id": id, **fields})
+
+    def start(self, tool: str, args: dict[str, Any] | None = None) -> str:
+        self.n_calls += 1
+        cid = f"c{self.n_calls}"
+        self.ks[tool] = self.ks.get(tool, 0) + 1
+        self.add(CallStarted, call_id=cid, tool=tool, args=args or {}, k=self.ks[tool])
+        return cid
+
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | None = None,
+        *,
+        value: Any = None,
+        error: tuple[str, str] | None = None,
+        fault: str | None = None,
+        detail: dict[str, Any] | None = None,
+        creates: tuple[str, str, dict[str, Any]] | None = None,
+        latency: float = 0.0,
+    ) -> str:
+        cid = self.start(tool, args)
+        if fault:
+            self.add(FaultInjected, call_id=cid, tool=tool, kind=fault, detail=detail or {})
+        if creates:
+            table, rid, fields = creates
+            self.add(RecordCreated, table=table, id=rid, fields={"id": rid, **fields}, call_id=cid)
+        if latency:
+            self.advance(latency, cid)
+        self.finish(cid, tool, value=value, error=error)
+        return cid
+
+    def finish(self, cid: str, tool: str, *, value: Any = None, error=None) -> None:
+        if error:
+            self.add(CallFailed, call_id=cid, tool=tool, kind=error[0], message=error[1])
+        else:
+            self.add(CallSucceeded, call_id=cid, tool=tool, value=value)
+
+
+ORDER = {"id": "1", "status": "delivered", "total": 30.0}
+REFUND_ARGS = {"order_id": "1", "amount": 30.0}
+
+
+def refund_twice() -> Log:
+    """get_order, then issue_refund times out after committing, then a retry succeeds."""
+    log = Log()
+    log.seed("order", "1", status="delivered", total=30.0)
+    log.call("get_order", {"id": "1"}, value=ORDER, latency=0.1)
+    log.call(
+        "issue_refund",
+        REFUND_ARGS,
+        fault="timeout",
+        detail={"timeout_s": 30, "commit": True},
+        creates=("refund", "1", REFUND_ARGS),
+        latency=30.2,
+        error=("timeout", TIMEOUT_MSG),
+    )
+    log.call(
+        "issue_refund",
+        REFUND_ARGS,
+        value={"id": "2", **REFUND_ARGS},
+        creates=("refund", "2", REFUND_ARGS),
+        latency=0.2,
+    )
+    return log
+
+
+def test_calls_are_rebuilt_with_times_text_and_kinds():
+    trace = Trace(refund_twice().events)
+    calls = trace.calls
+    assert [c.tool for c in calls] == ["get_order", "issue_refund", "issue_refund"]
+    get, timed_out, retry = calls
+    assert get == CallResult(
+        call_id="c1",
+        tool="get_order",
+        args={"id": "1"},
+        ok=True,
+        text=msgspec.json.encode(ORDER).decode(),
+        value=ORDER,
+        k=1,
+        started_at=T0,
+        finished_at=T0 + timedelta(seconds=0.1),
+    )
+    assert json.loads(get.text) == ORDER
+    assert not timed_out.ok
+    assert timed_out.text == timed_out.error == TIMEOUT_MSG
+    assert (timed_out.error_kind, timed_out.fault, timed_out.k) == ("timeout", "timeout", 1)
+    assert timed_out.latency_s == pytest.approx(30.2)
+    assert timed_out.started_at == T0 + timedelta(seconds=0.1)
+    assert retry.ok
+    assert retry.k == 2
+    assert retry.fault is None
+    assert retry.value == {"id": "2", **REFUND_ARGS}
+
+
+def test_count_calls_to_faults_failures():
+    trace = Trace(refund_twice().events)
+    assert len(trace) == trace.count() == 3
+    assert trace.count("issue_refund") == 2
+    assert trace.count("issue_refund", ok=True) == 1
+    assert trace.count("issue_refund", ok=False) == 1
+    assert trace.count(ok=False) == 1
+    assert trace.count(ok=True) == 2
+    assert trace.count("nope") == 0
+    assert [c.call_id for c in trace.calls_to("issue_refund")] == ["c2", "c3"]
+    assert trace.calls_to("nope") == []
+    [fault] = trace.faults()
+    assert (fault.tool, fault.kind, fault.detail) == (
+        "issue_refund",
+        "timeout",
+        {"timeout_s": 30, "commit": True},
+    )
+    assert trace.faults("issue_refund") == [fault]
+    assert trace.faults("get_order") == []
+    assert [c.call_id for c in trace.failures()] == ["c2"]
+    assert [c.call_id for c in trace] == ["c1", "c2", "c3"]
+    assert trace[-1].call_id == "c3"
+
+
+def test_summary_marks_faults_and_failures_and_keeps_successes_bare():
+    assert Trace(refund_twice().events).summary() == (
+        "get_order → issue_refund!timeout → issue_refund"
+    )
+    log = Log()
+    log.call("get_order", {"id": "9"}, error=("not_found", "order 9 not found"))
+    log.call("get_order", {"id": "1"}, value=ORDER, fault="stale_read", detail={"lag_s": 60})
+    log.call("explode", {}, error=("unknown_tool", "no tool named 'explode'"))
+    trace = Trace(log.events)
+    assert trace.summary() == "get_order!not_found → get_order!stale_read → explode!unknown_tool"
+    assert trace.summary(sep=", ").count(", ") == 2
+    assert Trace([]).summary() == ""
+
+
+def test_call_in_flight_is_not_a_call_yet_and_concurrent_calls_keep_start_order():
+    log = Log()
+    a = log.start("slow", {})
+    b = log.start("fast", {})
+    assert Trace(log.events).calls == []
+    log.finish(b, "fast", value=1)
+    assert Trace(log.events).summary() == "fast"
+    log.advance(5, a)
+    log.finish(a, "slow", error=("http_503", "503 Service Unavailable"))
+    trace = Trace(log.events)
+    assert trace.summary() == "slow!http_503 → fast"
+    assert [c.tool for c in trace.calls_to("slow")] == ["slow"]
+    assert [c.tool for c in trace.failures()] == ["slow"]
+    assert trace.count("slow", ok=False) == 1
+
+
+def test_extend_is_incremental_and_old_traces_do_not_change():
+    log = refund_twice()
+    first = Trace(log.events[:5])
+    assert first.summary() == "get_order"
+    full = first.extend(log.events[5:])
+    assert full.summary() == Trace(log.events).summary()
+    assert full.calls == Trace(log.events).calls
+    assert full.n_events == len(log.events)
+    # the earlier trace is a snapshot of the earlier log
+    assert first.summary() == "get_order"
+    assert len(first) == 1
+    assert first.count("issue_refund") == 0
+    assert first.faults() == []
+    # extending an older trace again branches instead of corrupting the newer one
+    other = first.extend([])
+    assert other.summary() == "get_order"
+    assert full.summary() == "get_order → issue_refund!timeout → issue_refund"
+
+
+def test_follow_reuses_work_and_rebuilds_when_the_log_was_cut():
+    log = refund_twice()
+    events = log.events
+    t1 = Trace.follow(events[:5])
+    t2 = Trace.follow(events, t1)
+    assert t2._index is t1._index  # only the new events were read
+    assert Trace.follow(events, t2) is t2
+    # a restore cuts the log, then different calls follow
+    cut = events[:5]
+    alt = Log()
+    alt.events = list(cut)
+    alt.now = cut[-1].at
+    alt.n_calls = 1
+    alt.call("cancel_order", {"id": "1"}, value=None)
+    t3 = Trace.follow(alt.events, t2)
+    assert t3.summary() == "get_order → cancel_order"
+    assert t2.summary() == "get_order → issue_refund!timeout → issue_refund"
+    # same length, different events: rebuilt, not mistaken for the old log
+    failed = CallFailed(seq=6, at=T0, call_id="c2", tool="issue_refund", kind="http_500")
+    same_len = [*events[:6], failed]
+    assert (
+        Trace.follow(same_len, Trace(events[:7])).summary() == "get_order → issue_refund!http_500"
+    )
+
+
+def test_trace_of_a_log_read_back_from_json_lines():
+    log = refund_twice()
+    again = decode_events(encode_events(log.events))
+    read, live = Trace(again).calls, Trace(log.events).calls
+    # JSON Lines sort mapping keys, so the text is the same JSON with keys in another order
+    assert [json.loads(c.text) if c.ok else c.text for c in read] == [
+        json.loads(c.text) if c.ok else c.text for c in live
+    ]
+    strip = [msgspec.structs.replace(c, text="") for c in read]
+    assert strip == [msgspec.structs.replace(c, text="") for c in live]
+
+
+def test_malformed_json_text_comes_from_the_fault_detail():
+    log = Log()
+    log.call(
+        "get_order",
+        {"id": "1"},
+        value=ORDER,
+        fault="malformed_json",
+        detail={"text": '{"id": "1", "stat'},
+    )
+    [call] = Trace(log.events).calls
+    assert call.ok
+    assert call.text == '{"id": "1", "stat'
+    assert call.fault == "malformed_json"
+
+
+def test_to_dict_is_json_able():
+    data = Trace(refund_twice().events).to_dict()
+    text = json.dumps(data)
+    back = json.loads(text)
+    assert back["count"] == 3
+    assert back["failed"] == 1
+    assert back["summary"] == "get_order → issue_refund!timeout → issue_refund"
+    assert back["calls"][1]["error_kind"] == "timeout"
+    assert back["calls"][1]["started_at"] == "2025-06-01T00:00:00.100000Z"
+    assert back["faults"][0]["kind"] == "timeout"
+
+
+def test_str_lists_numbered_calls_with_time_offsets_and_outcomes():
+    text = str(Trace(refund_twice().events))
+    lines = text.splitlines()
+    assert lines[0] == "Trace: 3 calls, 1 failed from 2025-06-01T00:00:00Z"
+    assert lines[1].startswith('  1  +0.000s  get_order(id="1") -> ok {"id":"1"')
+    assert lines[2].startswith('  2  +0.100s  issue_refund(order_id="1", amount=30.0) -> FAILED')
+    assert "timeout [fault]: 504 Gateway Timeout" in lines[2]
+    assert lines[2].endswith("(30.2s)")
+    assert lines[3].startswith("  3  +30.300s  issue_refund(")
+    assert repr(Trace(refund_twice().events)) == (
+        "<Trace 3 calls: get_order → issue_refund!timeout → issue_refund>"
+    )
+    assert repr(Trace()) == "<Trace 0 calls>"
+    assert not Trace()
+
+
+def test_long_logs_are_read_once_when_followed():
+    log = Log()
+    for i in range(20_000):
+        log.call("get_order", {"id": str(i)}, value={"id": str(i)})
+    # asking for the trace after every few calls reuses one index: each event is read once
+    trace = Trace.follow(log.events[:400])
+    index = trace._index
+    for end in range(800, len(log.events) + 1, 400):
+        trace = Trace.follow(log.events[:end], trace)
+        assert trace._index is index
+    trace = Trace.follow(log.events, trace)
+    assert trace._index is index
+    assert trace.count("get_order") == 20_000
+    assert len(index.events) == len(log.events)
