@@ -1,0 +1,194 @@
+"""`faultbench serve WORLD`: the world's operations as MCP tools, over stdio (default) or
+streamable HTTP (`--http`), with the control API under `/faultbench/` on HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+HELP = "serve a world's operations as MCP tools (stdio, or streamable HTTP with --http)"
+
+log = logging.getLogger("faultbench.serve")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("world", metavar="WORLD", help="the world file (YAML)")
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="serve streamable HTTP at http://HOST:PORT/mcp (plus the control API under "
+        "/faultbench/) instead of stdio",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind with --http (default: 127.0.0.1); a non-loopback address "
+        "requires --token",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="port to bind with --http (default: 8000; 0 picks a free one). The URL served "
+        "is printed to stderr on start",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="world seed (default: the file's)")
+    parser.add_argument(
+        "--run", type=int, default=0, help="run index: picks the fault draws (default: 0)"
+    )
+    parser.add_argument(
+        "--no-faults", action="store_true", help="ignore the world file's faults: block"
+    )
+    parser.add_argument(
+        "--events",
+        metavar="FILE",
+        help="write every event to FILE as JSON Lines, flushed after each call "
+        "(replay it with `faultbench replay FILE`); the file is truncated on start",
+    )
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="with --http: give each MCP session its own fork of the world "
+        "(the control API then takes ?session=MCP_SESSION_ID)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("FAULTBENCH_TOKEN"),
+        help="with --http: require 'Authorization: Bearer TOKEN' on every request "
+        "(default: $FAULTBENCH_TOKEN). Required for a non-loopback --host",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log one line per call to stderr"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.http:
+        for flag, value in (("--isolate", args.isolate), ("--port", args.port != 8000)):
+            if value:
+                return _usage(f"{flag} only applies with --http.")
+        if args.host != "127.0.0.1":
+            return _usage("--host only applies with --http.")
+    if args.http:
+        from faultbench.serve._http import is_loopback
+
+        if not is_loopback(args.host) and not args.token:
+            return _usage(
+                f"Expected --token with the non-loopback --host {args.host!r}. Instead, "
+                "received none. Anyone who can reach the port could call the world's tools "
+                "and its control API (and a world file runs Python). Pass --token SECRET or "
+                "set FAULTBENCH_TOKEN; clients then send 'Authorization: Bearer SECRET'."
+            )
+    if not 0 <= args.port <= 65535:
+        return _usage(f"Expected --port between 0 and 65535. Instead, received: {args.port}")
+
+    _configure_logging(args.verbose)
+
+    import faultbench
+    from faultbench.kernel._errors import FaultbenchError
+
+    try:
+        world = faultbench.load_world(
+            args.world, seed=args.seed, run=args.run, faults=not args.no_faults
+        )
+    except (FaultbenchError, OSError) as exc:
+        print(f"faultbench serve: {exc}", file=sys.stderr)
+        return 1
+
+    import trio
+
+    from faultbench.serve import build_server
+    from faultbench.serve._journal import Journals
+
+    server = build_server(world, isolate=args.isolate)
+    journal = None
+    if args.events:
+        try:
+            journal = Journals(args.events, world).attach(server)
+        except OSError as exc:
+            print(f"faultbench serve: cannot write --events {args.events}: {exc}", file=sys.stderr)
+            return 1
+    try:
+        if args.http:
+            trio.run(_serve_http, server, args, journal)
+        else:
+            trio.run(_serve_stdio, server, args)
+    except KeyboardInterrupt:  # a signal that arrived before our handler was installed
+        pass
+    finally:
+        if journal is not None:
+            journal.close()
+    return 0
+
+
+def _usage(message: str) -> int:
+    print(f"faultbench serve: {message}", file=sys.stderr)
+    return 2
+
+
+def _configure_logging(verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("faultbench: %(message)s"))
+    for name in ("faultbench", "faultbench.http"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+    logging.getLogger("faultbench").setLevel(logging.INFO if verbose else logging.WARNING)
+    # The SDK logs every session and request at INFO; only its warnings are ours to show.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+
+
+async def _on_signal(stop) -> None:
+    """First SIGINT/SIGTERM: clean shutdown. A second one: leave now."""
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        first = True
+        async for signum in signals:
+            if not first:
+                log.warning("second %s: exiting immediately", signal.Signals(signum).name)
+                os._exit(128 + signum)
+            first = False
+            log.info("%s: shutting down", signal.Signals(signum).name)
+            stop()
+
+
+async def _serve_stdio(server, args) -> None:
+    import trio
+
+    from faultbench.serve._stdio import serve_stdio
+
+    log.info("serving %s over stdio (%d tools)", server.world.name, len(server.world.tools))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_on_signal, nursery.cancel_scope.cancel)
+        await serve_stdio(server)
+        nursery.cancel_scope.cancel()  # stdin closed: done
+
+
+async def _serve_http(server, args, journal) -> None:
+    import trio
+
+    from faultbench.serve._http import build_app, serve_http
+
+    app = build_app(server, host=args.host, token=args.token, journal=journal)
+    stopping = trio.Event()
+    async with trio.open_nursery() as nursery:
+
+        async def run_server(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            await serve_http(
+                app, host=args.host, port=args.port, shutdown=stopping.wait, task_status=task_status
+            )
+            nursery.cancel_scope.cancel()  # Hypercorn has drained: stop watching signals
+
+        nursery.start_soon(_on_signal, stopping.set)
+        url = await nursery.start(run_server)
+        print(
+            f"faultbench: serving {server.world.name} ({len(server.world.tools)} tools) at "
+            f"{url} (control API: {url.removesuffix('/mcp')}/faultbench/)",
+            file=sys.stderr,
+            flush=True,
+        )

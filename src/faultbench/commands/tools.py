@@ -1,0 +1,81 @@
+"""`faultbench tools WORLD`: the tools an agent sees, with their input schemas."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "list the MCP tools a world serves, with their input schemas"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("world", metavar="WORLD", help="the world file (YAML)")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the tools/list result as JSON, exactly as an MCP client receives it",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import faultbench
+    from faultbench.kernel._errors import FaultbenchError
+
+    try:
+        world = faultbench.load_world(args.world, faults=False)
+    except (FaultbenchError, OSError) as exc:
+        print(f"faultbench tools: {exc}", file=sys.stderr)
+        return 1
+
+    from faultbench.serve._server import mcp_tool
+
+    tools = [mcp_tool(t) for t in world.tools]
+    if args.json:
+        listing = {
+            "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
+        }
+        print(json.dumps(listing, indent=2, ensure_ascii=False))
+        return 0
+    for i, tool in enumerate(tools):
+        if i:
+            print()
+        print(_describe(tool))
+    return 0
+
+
+def _describe(tool) -> str:
+    schema = tool.input_schema
+    required = set(schema.get("required", ()))
+    hints = []
+    if tool.annotations is not None:
+        if tool.annotations.read_only_hint:
+            hints.append("read-only")
+        elif tool.annotations.destructive_hint:
+            hints.append("destructive")
+        if tool.annotations.idempotent_hint:
+            hints.append("idempotent")
+    lines = [tool.name + (f"  ({', '.join(hints)})" if hints else "")]
+    for text_line in (tool.description or "").splitlines():
+        lines.append(f"    {text_line}" if text_line.strip() else "")
+    props = schema.get("properties", {})
+    if not props:
+        lines.append("    arguments: none")
+    for name, prop in props.items():
+        flag = "required" if name in required else "optional"
+        desc = f" - {prop['description']}" if prop.get("description") else ""
+        lines.append(f"    {name}: {_type(prop)} ({flag}){desc}")
+    return "\n".join(lines)
+
+
+def _type(prop: dict) -> str:
+    if "enum" in prop:
+        return " | ".join(json.dumps(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " | ".join(_type(p) for p in prop["anyOf"])
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):
+        kind = " | ".join(kind)
+    if prop.get("format"):
+        kind += f" ({prop['format']})"
+    return kind

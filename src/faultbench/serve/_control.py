@@ -1,0 +1,263 @@
+"""The control API: JSON endpoints under `/faultbench/` that let a test written in any
+language look at and steer the world an agent is using over MCP.
+
+    GET  /faultbench/            what this server serves (world, tools, endpoints)
+    GET  /faultbench/state       all tables and the state hash
+    GET  /faultbench/events      the event log as JSON Lines (?since=SEQ: events with seq >= SEQ)
+    GET  /faultbench/trace       the calls so far (Trace.to_dict())
+    POST /faultbench/reset       back to the seeded state
+    POST /faultbench/fork        remember the current state; answers {"snapshot": ID}
+    POST /faultbench/restore     {"snapshot": ID}: go back to it
+    GET  /faultbench/clock       {"now": ISO}
+    POST /faultbench/clock       {"advance": SECONDS} or {"set": ISO}
+    GET  /faultbench/faults      the fault rules in force
+    PUT  /faultbench/faults      replace them (a `faults:` block as JSON or YAML)
+    GET  /faultbench/sessions    with --isolate: the sessions that have their own world
+
+With `--isolate`, `?session=MCP_SESSION_ID` picks that session's world (created on first use,
+so faults can be set before the agent's first call); without it, the shared template world
+new sessions fork from.
+
+Everything here is a thin translation of HTTP to the kernel's World API; nothing computes
+on the world itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from faultbench.kernel._errors import FaultbenchError
+from faultbench.kernel._events import encode_events
+
+if TYPE_CHECKING:
+    from ._server import WorldServer
+
+PREFIX = "/faultbench"
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _json(obj: Any, status: int = 200) -> Response:
+    return Response(_encoder.encode(obj) + b"\n", status, media_type="application/json")
+
+
+def _iso(dt: datetime) -> str:
+    text = dt.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+async def _body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ControlError(
+            400, f"Expected a JSON request body. Instead, received: {raw[:80]!r} ({exc})"
+        ) from None
+
+
+class Control:
+    """Control endpoints over one `WorldServer` (and its per-session worlds)."""
+
+    def __init__(self, server: WorldServer, *, journal: Any = None):
+        self.server = server
+        self.journal = journal  # faultbench.serve._journal.Journals, or None
+        self.snapshots: dict[str, tuple[Any, Any]] = {}  # id -> (world, snapshot)
+        self._ids = itertools.count(1)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _world(self, request: Request) -> Any:
+        session = request.query_params.get("session")
+        if session is not None and not self.server.isolate:
+            raise ControlError(
+                400,
+                "This server shares one world between all MCP sessions; ?session= only "
+                "applies with `faultbench serve --isolate`. Drop the parameter.",
+            )
+        return self.server.world_for(session)
+
+    def _changed(self, world: Any, *, rewritten: bool = False) -> None:
+        """Keep the --events file in step after a control action."""
+        if self.journal is not None:
+            self.journal.sync(world, rewritten=rewritten)
+
+    def routes(self) -> list[Route]:
+        def route(path: str, handler, methods: list[str]) -> Route:
+            return Route(PREFIX + path, self._wrap(handler), methods=methods)
+
+        return [
+            route("/", self.index, ["GET"]),
+            route("/state", self.state, ["GET"]),
+            route("/events", self.events, ["GET"]),
+            route("/trace", self.trace, ["GET"]),
+            route("/reset", self.reset, ["POST"]),
+            route("/fork", self.fork, ["POST"]),
+            route("/restore", self.restore, ["POST"]),
+            route("/clock", self.clock, ["GET", "POST"]),
+            route("/faults", self.faults, ["GET", "PUT"]),
+            route("/sessions", self.sessions, ["GET"]),
+        ]
+
+    @staticmethod
+    def _wrap(handler):
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ControlError as exc:
+                return _json({"error": str(exc)}, exc.status)
+            except (FaultbenchError, ValueError, TypeError, LookupError) as exc:
+                return _json({"error": str(exc)}, 400)
+
+        return endpoint
+
+    # --- endpoints --------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        world = self.server.world
+        return _json(
+            {
+                "world": world.name,
+                "seed": world.seed,
+                "run": world.run,
+                "faults": world.faults_enabled,
+                "isolate": self.server.isolate,
+                "tools": [t.name for t in world.tools],
+                "mcp": "/mcp",
+                "endpoints": [r.path for r in self.routes()],
+            }
+        )
+
+    async def state(self, request: Request) -> Response:
+        world = self._world(request)
+        return _json(
+            {
+                "world": world.name,
+                "seq": _last_seq(world),
+                "now": _iso(world.clock.now()),
+                "hash": world.state_hash(),
+                "tables": world.to_dict(),
+            }
+        )
+
+    async def events(self, request: Request) -> Response:
+        world = self._world(request)
+        raw = request.query_params.get("since", "0")
+        try:
+            since = int(raw)
+        except ValueError:
+            raise ControlError(
+                400, f"Expected ?since= to be an event seq (an integer). Instead, received: {raw!r}"
+            ) from None
+        return Response(encode_events(world.events_since(since)), media_type="application/jsonl")
+
+    async def trace(self, request: Request) -> Response:
+        world = self._world(request)
+        trace = world.trace
+        return _json({"summary": trace.summary(), **trace.to_dict()})
+
+    async def reset(self, request: Request) -> Response:
+        world = self._world(request)
+        world.reset()
+        self._changed(world, rewritten=True)
+        return _json({"hash": world.state_hash(), "seq": _last_seq(world)})
+
+    async def fork(self, request: Request) -> Response:
+        world = self._world(request)
+        snap_id = f"s{next(self._ids)}"
+        self.snapshots[snap_id] = (world, world.snapshot())
+        return _json({"snapshot": snap_id, "hash": world.state_hash(), "seq": _last_seq(world)})
+
+    async def restore(self, request: Request) -> Response:
+        world = self._world(request)
+        body = await _body(request)
+        snap_id = body.get("snapshot") if isinstance(body, dict) else None
+        saved = self.snapshots.get(snap_id) if isinstance(snap_id, str) else None
+        if saved is None or saved[0] is not world:
+            known = sorted(k for k, (w, _) in self.snapshots.items() if w is world)
+            raise ControlError(
+                404,
+                f'Expected {{"snapshot": ID}} with an ID from POST {PREFIX}/fork on this world '
+                f"(known: {known}). Instead, received: {body!r}",
+            )
+        world.restore(saved[1])
+        self._changed(world, rewritten=True)
+        return _json({"hash": world.state_hash(), "seq": _last_seq(world)})
+
+    async def clock(self, request: Request) -> Response:
+        world = self._world(request)
+        if request.method == "POST":
+            body = await _body(request)
+            if isinstance(body, dict) and set(body) == {"advance"}:
+                world.clock.advance(_seconds(body["advance"]))
+            elif isinstance(body, dict) and set(body) == {"set"}:
+                world.clock.set(_datetime(body["set"]))
+            else:
+                raise ControlError(
+                    400,
+                    'Expected {"advance": SECONDS} or {"set": "2025-01-01T00:00:00Z"}. '
+                    f"Instead, received: {body!r}",
+                )
+            self._changed(world)
+        return _json({"now": _iso(world.clock.now())})
+
+    async def faults(self, request: Request) -> Response:
+        world = self._world(request)
+        if request.method == "PUT":
+            raw = await request.body()
+            ctype = request.headers.get("content-type", "")
+            rules: Any
+            if "json" in ctype:
+                rules = await _body(request)
+            else:  # YAML, or JSON sent without a content type (JSON is YAML)
+                rules = raw.decode("utf-8", errors="replace")
+            world.set_faults(rules)
+            self._changed(world)
+        return _json({"faults": msgspec.to_builtins(world.fault_rules)})
+
+    async def sessions(self, request: Request) -> Response:
+        return _json({"isolate": self.server.isolate, "sessions": sorted(self.server.sessions)})
+
+
+def _last_seq(world: Any) -> int:
+    events = world.events
+    return events[-1].seq if len(events) else -1
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ControlError(
+            400,
+            f"Expected seconds as a number or a duration like '30s'. Instead, received: {value!r}",
+        )
+    if isinstance(value, str):
+        from faultbench.kernel._loader import parse_duration
+
+        return parse_duration(value)
+    return float(value)
+
+
+def _datetime(value: Any) -> datetime:
+    try:
+        return msgspec.convert(value, datetime)
+    except msgspec.ValidationError:
+        raise ControlError(
+            400,
+            "Expected an ISO 8601 time with a timezone, like '2025-01-01T00:00:00Z'. "
+            f"Instead, received: {value!r}",
+        ) from None

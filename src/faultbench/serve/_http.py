@@ -1,0 +1,160 @@
+"""Streamable HTTP: the MCP endpoint at `/mcp` plus the control API under `/faultbench/`,
+one ASGI app, served by Hypercorn's trio worker.
+
+Facts about mcp 2.3.0 this module relies on:
+- `Server.streamable_http_app(...)` returns a Starlette app whose lifespan runs the session
+  manager (so the ASGI server must run lifespan: Hypercorn does). `custom_starlette_routes`
+  are appended to its routes, but *not* behind the SDK's Host/Origin checks, which only
+  guard `/mcp`; `_Guard` applies the same `TransportSecurityMiddleware` to the control API.
+- Requests carrying `MCP-Protocol-Version: 2026-07-28` are self-contained (no
+  `Mcp-Session-Id`); older versions use sessions created by `initialize`.
+- `json_response=True` answers each POST with one JSON body instead of an SSE stream: we
+  never send server-to-client messages mid-call, and it is cheaper.
+- Bodies over 4 MiB get 413 before parsing (the SDK's default limit).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ._control import PREFIX, Control
+
+log = logging.getLogger("faultbench.serve")
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def security_settings(host: str) -> TransportSecuritySettings:
+    """Host/Origin checks (DNS-rebinding protection) for a server bound to `host`.
+
+    Loopback: only loopback names are accepted, as the SDK does by default. A specific
+    non-loopback address: that address and the loopback names. A wildcard bind (0.0.0.0,
+    ::): the Host header cannot be known in advance, so the check is off and the bearer
+    token (required for any non-loopback bind) is what keeps other sites out.
+    """
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    bare = host.strip("[]")
+    if bare in ("0.0.0.0", "::"):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    if not is_loopback(host):
+        name = f"[{bare}]" if ":" in bare else bare
+        hosts += [name, f"{name}:*"]
+        origins += [f"http://{name}", f"http://{name}:*", f"https://{name}", f"https://{name}:*"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class _Guard:
+    """ASGI middleware: bearer token on every request, Host/Origin on the control API."""
+
+    def __init__(self, app: Any, *, token: str | None, security: TransportSecuritySettings):
+        self.app = app
+        self.expected = f"Bearer {token}".encode() if token else None
+        self.security = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            if self.expected is not None:
+                got = Headers(scope=scope).get("authorization", "").encode()
+                if not hmac.compare_digest(got, self.expected):
+                    await _deny(scope, receive, send)
+                    return
+            if scope["path"].startswith(PREFIX):
+                refusal = await self.security.validate_request(Request(scope, receive))
+                if refusal is not None:
+                    await refusal(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+async def _deny(scope: dict, receive: Callable, send: Callable) -> None:
+    response = JSONResponse(
+        {
+            "error": "Expected an 'Authorization: Bearer <token>' header with the token this "
+            "server was started with (faultbench serve --token). Instead, received none or "
+            "another token."
+        },
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+    await response(scope, receive, send)
+
+
+def build_app(
+    server: Any,
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    journal: Any = None,
+) -> Any:
+    """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`.
+
+    Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
+    would be open to anyone who can reach the port.
+    """
+    if not is_loopback(host) and not token:
+        raise ValueError(
+            f"Expected a --token to serve on the non-loopback address {host!r}. Instead, "
+            "received none. Anyone who can reach the port could call the world's tools and "
+            "its control API; pass --token SECRET (clients send 'Authorization: Bearer "
+            "SECRET'), or bind 127.0.0.1."
+        )
+    security = security_settings(host)
+    control = Control(server, journal=journal)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=True,
+        transport_security=security,
+        host=host,
+        custom_starlette_routes=control.routes(),
+    )
+    return _Guard(app, token=token, security=security)
+
+
+async def serve_http(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    shutdown: Callable[[], Awaitable[Any]] | None = None,
+    task_status: Any = None,
+) -> None:
+    """Serve `app` with Hypercorn's trio worker until `shutdown()` returns.
+
+    `task_status.started(url)` reports the MCP URL once the socket is bound (so port 0 works).
+    """
+    import trio
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = Config()
+    bare = host.strip("[]")
+    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("faultbench.http")
+    config.graceful_timeout = 2.0
+    if task_status is None:
+        task_status = trio.TASK_STATUS_IGNORED
+
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(serve, app, config, shutdown_trigger=shutdown))
+        task_status.started(f"{binds[0]}/mcp")

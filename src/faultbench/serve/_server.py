@@ -1,0 +1,254 @@
+"""The MCP face of a world: its operations as tools, every call through `World.acall`.
+
+Facts about mcp 2.3.0 this module relies on (checked against the installed source):
+
+- The low-level `mcp.server.Server` takes `on_list_tools(ctx, params)` and
+  `on_call_tool(ctx, params)`; `ctx.protocol_version` is the negotiated version and
+  `ctx.request` the Starlette request on HTTP (None in-process and on stdio).
+- `mcp.Client(server)` requires an instance of `Server` (an `isinstance` check), so
+  `WorldServer` subclasses it. `mode="auto"` in-process dispatches directly at protocol
+  2026-07-28 (no JSON-RPC framing); `mode="legacy"` runs the 2025-11-25 handshake over
+  memory streams.
+- Results are validated per protocol version before they leave the server
+  (`mcp.server.runner.ServerRunner._serialize`): at 2025-11-25 `structuredContent` must be a
+  JSON object (a list is an INTERNAL_ERROR protocol error), at 2026-07-28 any JSON value.
+  So lists are sent bare to modern clients and as `{"result": [...]}` to legacy ones.
+- A handler exception becomes a JSON-RPC error, not a tool result; hence the catch-all in
+  `_on_call_tool`. Only `Exception` is caught: cancellation must propagate.
+- Tool arguments are not validated against `inputSchema` by the SDK; the kernel does it.
+- On the 2026-07-28 HTTP path, `Mcp-Param-*` header validation needs a tool's input schema
+  and runs the whole `tools/list` handler per call unless `get_tool_input_schema` is set.
+- A client validates `structuredContent` only against an `outputSchema`; we declare none,
+  so no per-call JSON Schema validation happens on the client either.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+import msgspec
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from faultbench.kernel._calls import CallResult
+from faultbench.kernel._errors import ToolCallError
+
+if TYPE_CHECKING:
+    from faultbench.kernel._calls import Tool
+
+__all__ = ["WorldServer", "build_server"]
+
+log = logging.getLogger("faultbench.serve")
+
+#: MCP session id header (lower case: ASGI header names are lower case).
+SESSION_HEADER = "mcp-session-id"
+
+# MCP tool annotations per operation kind. They are hints for the model and the client
+# (e.g. a client may skip confirmation for read-only tools); custom handlers get none
+# because nothing is known about what they do.
+_ANNOTATIONS = {
+    "get": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    "list": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    "create": types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    "update": types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True
+    ),
+    "delete": types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True
+    ),
+}
+
+_json_decode = msgspec.json.decode
+
+AfterCall = Callable[[Any, CallResult], None]
+
+
+def _iso(dt) -> str | None:
+    if dt is None:
+        return None
+    text = dt.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    """One kernel tool as MCP lists it. The schema is the kernel's, inline, unchanged."""
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=_ANNOTATIONS.get(tool.kind),
+    )
+
+
+def render_result(result: CallResult, protocol_version: str | None = None) -> types.CallToolResult:
+    """A kernel `CallResult` as an MCP tool result.
+
+    The text is the kernel's, verbatim. `structuredContent` is that same text parsed, so it
+    can never disagree with what the agent reads; it is left out when the text is not JSON
+    (errors, or a `malformed_json` fault: the agent must not get a clean copy on the side).
+    """
+    # Keys whose value is None are left out: 2026-07-28 serialization drops them anyway,
+    # and one shape for both protocol eras is easier on clients.
+    meta: dict[str, Any] = {"call_id": result.call_id}
+    if result.started_at is not None:
+        meta["started_at"] = _iso(result.started_at)
+        meta["finished_at"] = _iso(result.finished_at)
+    if result.fault is not None:
+        meta["fault"] = result.fault
+    structured: Any = None
+    if result.ok:
+        if result.fault != "malformed_json":
+            try:
+                structured = _json_decode(result.text)
+            except (msgspec.DecodeError, TypeError):
+                structured = None
+            if (
+                structured is not None
+                and not isinstance(structured, dict)
+                and protocol_version not in MODERN_PROTOCOL_VERSIONS
+            ):
+                structured = {"result": structured}
+    else:
+        meta["error_kind"] = result.error_kind
+    return types.CallToolResult(
+        content=[types.TextContent(text=result.text)],
+        structured_content=structured,
+        is_error=not result.ok,
+        _meta=meta,
+    )
+
+
+def error_result(message: str, *, kind: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=message)],
+        is_error=True,
+        _meta={"error_kind": kind},
+    )
+
+
+class WorldServer(Server):
+    """An MCP server whose tools are a world's operations.
+
+    Use it in-process with `mcp.Client(server)`, or serve it over stdio / streamable HTTP
+    (`faultbench serve`). Every tool call goes through `World.acall`, so faults, virtual
+    time and the event log are the kernel's. With `isolate=True`, every MCP session
+    (identified by its `Mcp-Session-Id` on HTTP) gets its own fork of `world`.
+    """
+
+    def __init__(self, world: Any, *, name: str | None = None, isolate: bool = False):
+        super().__init__(
+            name or f"faultbench-{world.name}",
+            version=_version(),
+            instructions=f"Tools of the faultbench world {world.name!r}.",
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+            get_tool_input_schema=self._input_schema,
+        )
+        self.world = world
+        self.isolate = isolate
+        self.sessions: dict[str, Any] = {}  # MCP session id -> that session's fork
+        self.after_call: list[AfterCall] = []
+        self.on_new_world: list[Callable[[str, Any], None]] = []
+        if isolate:
+            # Sessions only exist in the 2025 handshake protocol: 2026-07-28 requests are
+            # self-contained. Refusing `server/discover` makes `mode="auto"` clients fall
+            # back to the handshake, so each of them gets a session (and a fork).
+            self.add_request_handler("server/discover", types.RequestParams, _no_discover)
+
+    # --- worlds -----------------------------------------------------------------------------
+
+    def world_for(self, session: str | None) -> Any:
+        """The world a request acts on: the shared one, or its session's fork."""
+        if not self.isolate or session is None:
+            return self.world
+        world = self.sessions.get(session)
+        if world is None:
+            world = self.sessions[session] = self.world.fork()
+            for hook in self.on_new_world:
+                hook(session, world)
+        return world
+
+    def _request_world(self, ctx: Any) -> Any:
+        if not self.isolate:
+            return self.world
+        request = ctx.request
+        session = request.headers.get(SESSION_HEADER) if request is not None else None
+        return self.world_for(session)
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def tool_list(self) -> list[types.Tool]:
+        return [mcp_tool(t) for t in self.world.tools]
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        for tool in self.world.tools:
+            if tool.name == name:
+                return tool.input_schema
+        return None
+
+    async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tool_list())
+
+    async def _on_call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+        name = params.name
+        try:
+            world = self._request_world(ctx)
+            try:
+                result = await world.acall(name, params.arguments or {})
+            except ToolCallError as exc:  # a kernel that raises instead of returning
+                return error_result(exc.message, kind=exc.kind)
+            out = render_result(result, ctx.protocol_version)
+        except Exception as exc:
+            log.exception("internal error while calling tool %r", name)
+            return error_result(
+                f"500 Internal Server Error: faultbench failed while running {name!r} "
+                f"({type(exc).__name__}: {exc}). This is a bug in faultbench or the world's "
+                "handlers, not in the agent; the server keeps serving.",
+                kind="internal_error",
+            )
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s", _call_line(result))
+        for hook in self.after_call:
+            # The call happened: a failing observer (say, a full disk under --events) is
+            # logged, and the agent still gets its answer.
+            try:
+                hook(world, result)
+            except Exception:
+                log.exception("after-call hook %r failed", hook)
+        return out
+
+
+async def _no_discover(ctx: Any, params: Any) -> Any:
+    raise MCPError(
+        code=types.METHOD_NOT_FOUND,
+        message="server/discover is off: this faultbench server isolates MCP sessions "
+        "(--isolate), which needs the initialize handshake",
+    )
+
+
+def _call_line(result: CallResult) -> str:
+    outcome = "ok" if result.ok else (result.error_kind or "error")
+    fault = f" [{result.fault}]" if result.fault else ""
+    return f"{result.call_id} {result.tool} -> {outcome}{fault} ({result.latency_s:g}s virtual)"
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("faultbench")
+    except Exception:  # not installed (a source checkout on sys.path)
+        return "0"
+
+
+def build_server(world: Any, *, name: str | None = None, isolate: bool = False) -> WorldServer:
+    """An MCP server (a low-level `mcp.server.Server`) serving `world`'s operations as tools.
+
+    >>> async with mcp.Client(build_server(world)) as client:  # doctest: +SKIP
+    ...     result = await client.call_tool("get_order", {"id": "1"})
+    """
+    return WorldServer(world, name=name, isolate=isolate)
