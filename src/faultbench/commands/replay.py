@@ -1,0 +1,194 @@
+"""`faultbench replay EVENTS.jsonl [--world WORLD]`: rebuild a world from its event log, print
+its final state and state hash, and check the hash.
+
+Exit status: 0 the log replays (and matches `--expect-hash` when given), 1 it does not replay
+or the hash differs, 2 bad input (missing or malformed file, no world to replay against).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from faultbench.kernel._events import Event
+
+HELP = "rebuild a world from an event log (JSON Lines) and verify its state hash"
+
+
+class BadInput(Exception):
+    """A file the command cannot use; the message says where and how to fix it."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Rebuild a world from an event log written by `faultbench serve --events FILE` (or"
+        " `encode_events`), print its final tables and state hash. Exit 0 when the log replays"
+        " (and the hash matches --expect-hash), 1 when it does not, 2 on bad input."
+    )
+    parser.add_argument("events", metavar="EVENTS.jsonl", help="the event log, JSON Lines")
+    parser.add_argument(
+        "--world",
+        metavar="WORLD",
+        help="the world file the log was made with (default: the path the log records)",
+    )
+    parser.add_argument(
+        "--expect-hash",
+        metavar="HASH",
+        help="the state hash the live world reported; exit 1 if the replay differs",
+    )
+    parser.add_argument(
+        "--table", action="append", metavar="T", help="print only this table (repeatable)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the state and hash as one JSON object"
+    )
+
+
+def read_events(path: str | Path) -> list[Event]:
+    """Decode an event log file, naming `file:line` for the first line that is not an event."""
+    import msgspec
+
+    from faultbench.kernel._events import AnyEvent
+
+    decoder = msgspec.json.Decoder(AnyEvent)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file. Expected an event log (JSON Lines).") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+    events: list[Event] = []
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            events.append(decoder.decode(line))
+        except msgspec.DecodeError as exc:
+            shown = line[:80].decode("utf-8", "replace") + ("…" if len(line) > 80 else "")
+            raise BadInput(
+                f"{path}:{lineno}: Expected one event as a JSON object with a known"
+                f' "type". Instead, received: {shown!r} ({exc})'
+            ) from None
+    return events
+
+
+def world_path(events: list[Event], events_path: str | Path, given: str | None) -> Path:
+    """The world file to replay against: `--world`, else the path the log's first event names
+    (as written, then relative to the log's directory)."""
+    from faultbench.kernel._events import WorldCreated
+
+    if given is not None:
+        p = Path(given)
+        if not p.is_file():
+            raise BadInput(f"{given}: no such world file (given with --world).")
+        return p
+    first = events[0] if events else None
+    if not isinstance(first, WorldCreated):
+        kind = type(first).__name__ if first is not None else "an empty file"
+        raise BadInput(
+            f"{events_path}:1: Expected the log to start with a WorldCreated event."
+            f" Instead, received: {kind}. Is this a faultbench event log?"
+        )
+    if not first.path:
+        raise BadInput(
+            f"{events_path}: the log does not record its world file's path."
+            " Pass it with --world WORLD."
+        )
+    for candidate in (Path(first.path), Path(events_path).parent / first.path):
+        if candidate.is_file():
+            return candidate
+    raise BadInput(
+        f"{events_path}: the world file the log names, {first.path!r}, does not exist here."
+        " Pass it with --world WORLD."
+    )
+
+
+def recorded_hash(events: list[Event]) -> str | None:
+    """The last state hash written into the log, if the writer recorded one (an event field
+    named `state_hash`)."""
+    for ev in reversed(events):
+        h = getattr(ev, "state_hash", None)
+        if isinstance(h, str) and h:
+            return h
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from faultbench.kernel._errors import FaultbenchError, ReplayError, WorldFileError
+
+    try:
+        events = read_events(args.events)
+        path = world_path(events, args.events, args.world)
+    except BadInput as exc:
+        print(f"faultbench replay: {exc}", file=sys.stderr)
+        return 2
+
+    from faultbench import replay
+
+    try:
+        world = replay(path, events)
+    except WorldFileError as exc:
+        print(f"faultbench replay: {exc}", file=sys.stderr)
+        return 2
+    except (ReplayError, FaultbenchError) as exc:
+        print(f"faultbench replay: {args.events} does not replay: {exc}", file=sys.stderr)
+        return 1
+
+    got = world.state_hash()
+    tables = {t: table for t, table in world.to_dict().items() if not args.table or t in args.table}
+    if args.table:
+        unknown = [t for t in args.table if t not in world.tables]
+        if unknown:
+            print(
+                f"faultbench replay: no table {unknown[0]!r}. Expected one of:"
+                f" {', '.join(world.tables)}.",
+                file=sys.stderr,
+            )
+            return 2
+
+    checks: list[tuple[str, str]] = []
+    if args.expect_hash:
+        checks.append(("--expect-hash", args.expect_hash))
+    logged = recorded_hash(events)
+    if logged:
+        checks.append(("the log", logged))
+    mismatches = [(src, h) for src, h in checks if h != got]
+
+    if args.json:
+        out = {
+            "world": str(path),
+            "events": len(events),
+            "state_hash": got,
+            "verified": bool(checks) and not mismatches,
+            "tables": tables,
+        }
+        print(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+    else:
+        _print_tables(tables)
+        print(f"replayed {len(events)} events from {args.events} against {path}")
+        print(f"calls: {world.trace.count()} ({world.trace.count(ok=False)} failed)")
+        print(f"state hash: {got}")
+    for src, expected in mismatches:
+        print(
+            f"faultbench replay: hash mismatch. Expected {expected} (from {src})."
+            f" Instead, the replay gives: {got}",
+            file=sys.stderr,
+        )
+    if not mismatches and checks and not args.json:
+        print("hash verified: " + ", ".join(src for src, _ in checks))
+    return 1 if mismatches else 0
+
+
+def _print_tables(tables: dict) -> None:
+    from faultbench.kernel._diff import format_value, natural_key
+
+    for name, rows in tables.items():
+        rows = rows if isinstance(rows, dict) else {str(r.get("id")): r for r in rows}
+        print(f"{name} ({len(rows)} record{'' if len(rows) == 1 else 's'})")
+        for rid in sorted(rows, key=natural_key):
+            fields = {k: v for k, v in rows[rid].items() if k != "id"}
+            print(f"  {rid} {format_value(fields)}")
