@@ -122,3 +122,12 @@ def test_runs_as_a_command(logs):
     )
     assert proc.returncode == 1, proc.stderr
     assert "+ FaultInjected issue_refund timeout" in proc.stdout
+
+
+def test_an_incomplete_last_line_is_dropped_with_a_warning(logs, capsys, tmp_path):
+    a, _ = logs
+    torn = tmp_path / "torn.jsonl"
+    data = a.read_bytes()
+    torn.write_bytes(data + data.splitlines()[1][:20])  # a writer killed mid-line
+    assert main(["diff", str(a), str(torn)]) == 0
+    assert f"{torn}:5: ignoring an incomplete last line" in capsys.readouterr().err

@@ -44,9 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from faultbench.kernel._diff import diff_events
 
+    def warn(message: str) -> None:
+        print(f"faultbench diff: warning: {message}", file=sys.stderr)
+
     try:
-        a = read_events(args.a)
-        b = read_events(args.b)
+        a = read_events(args.a, warn=warn)
+        b = read_events(args.b, warn=warn)
     except BadInput as exc:
         print(f"faultbench diff: {exc}", file=sys.stderr)
         return 2

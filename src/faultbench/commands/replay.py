@@ -48,8 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_events(path: str | Path) -> list[Event]:
-    """Decode an event log file, naming `file:line` for the first line that is not an event."""
+def read_events(path: str | Path, *, warn=None) -> list[Event]:
+    """Decode an event log file, naming `file:line` for the first line that is not an event.
+
+    A last line cut short (no newline, not valid JSON) is what a writer killed mid-write leaves
+    behind; it is dropped, and `warn` (if given) is told, instead of rejecting the whole log.
+    """
     import msgspec
 
     from faultbench.kernel._events import AnyEvent
@@ -62,12 +66,18 @@ def read_events(path: str | Path) -> list[Event]:
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
     events: list[Event] = []
-    for lineno, line in enumerate(data.splitlines(), 1):
+    lines = data.splitlines()
+    torn = bool(data) and not data.endswith(b"\n")
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             events.append(decoder.decode(line))
         except msgspec.DecodeError as exc:
+            if torn and lineno == len(lines):
+                if warn is not None:
+                    warn(f"{path}:{lineno}: ignoring an incomplete last line ({exc})")
+                break
             shown = line[:80].decode("utf-8", "replace") + ("…" if len(line) > 80 else "")
             raise BadInput(
                 f"{path}:{lineno}: Expected one event as a JSON object with a known"
@@ -120,8 +130,11 @@ def recorded_hash(events: list[Event]) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from faultbench.kernel._errors import FaultbenchError, ReplayError, WorldFileError
 
+    def warn(message: str) -> None:
+        print(f"faultbench replay: warning: {message}", file=sys.stderr)
+
     try:
-        events = read_events(args.events)
+        events = read_events(args.events, warn=warn)
         path = world_path(events, args.events, args.world)
     except BadInput as exc:
         print(f"faultbench replay: {exc}", file=sys.stderr)
