@@ -13,6 +13,7 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   │                       PermissionError raised inside it)
     │   ├── HandlerCrashed      a custom handler raised anything else ("internal error")
     │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
+    ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
     ├── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
     └── ReentrantApplyError     an event was applied while applying an event
 """
@@ -87,6 +88,11 @@ class HandlerCrashed(ToolCallError):
 
 class InjectedFault(ToolCallError):
     kind = "fault"
+
+
+class RecordError(FaultbenchError, ValueError):
+    """A Table write or query was refused: unknown field, wrong type, bad enum value,
+    duplicate id. Inside a custom handler it becomes a clean tool error (a ValueError)."""
 
 
 class ReplayError(FaultbenchError):

@@ -34,6 +34,7 @@ class WorldCreated(Event, frozen=True):
     run: int = 0
     digest: str = ""  # sha256 of the world file the log was made with
     path: str | None = None
+    faults: bool = True  # whether the fault plan was enabled
 
 
 class WorldForked(Event, frozen=True):

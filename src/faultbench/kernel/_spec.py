@@ -186,6 +186,6 @@ WORLD_ATTRIBUTES: frozenset[str] = frozenset(
         "name", "spec", "seed", "run", "faults_enabled",
         "table", "tables", "clock", "call", "acall", "tools", "tool",
         "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
-        "state_hash", "diff", "to_dict", "set_faults", "fault_rules",
+        "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
     }
 )  # fmt: skip

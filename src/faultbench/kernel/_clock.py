@@ -1,0 +1,76 @@
+"""The virtual clock: a world's time, which moves only through `ClockAdvanced` events.
+
+Nothing in faultbench sleeps. Latency, timeouts and `clock.advance()` in a test all append a
+`ClockAdvanced` event; `now()` reads the time from the state the events built. So time is
+part of the log: a replay, a fork or a restore has exactly the clock it had.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ._events import ClockAdvanced
+
+
+class VirtualClock:
+    """`now()`, `advance(seconds)`, `set(dt)` over one world (or one handler's transaction)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Any):
+        self._store = store
+
+    def __repr__(self) -> str:
+        return f"<VirtualClock {self.now().isoformat()}>"
+
+    def now(self) -> datetime:
+        """The current virtual time (timezone-aware, UTC)."""
+        return self._store._state.clock
+
+    def advance(self, seconds: float | timedelta) -> datetime:
+        """Move time forward by `seconds` (a number or a timedelta); returns the new time."""
+        if isinstance(seconds, timedelta):
+            delta = seconds
+        elif isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+            delta = timedelta(seconds=seconds)
+        else:
+            raise TypeError(
+                "Expected a number of seconds or a timedelta. Instead, received: "
+                f"{seconds!r} ({type(seconds).__name__})"
+            )
+        if delta < timedelta(0):
+            raise ValueError(
+                f"The virtual clock only moves forward. Expected seconds >= 0. Instead, "
+                f"received: {seconds!r}. To go back in time, restore a snapshot."
+            )
+        return self._move(self.now() + delta)
+
+    def set(self, dt: datetime | str) -> datetime:
+        """Jump to `dt` (a datetime, naive means UTC, or an ISO 8601 string). Never backwards."""
+        if isinstance(dt, str):
+            try:
+                dt = datetime.fromisoformat(dt)
+            except ValueError:
+                raise ValueError(
+                    f"Expected an ISO 8601 date-time such as '2025-06-01T12:00:00Z'. "
+                    f"Instead, received: {dt!r}"
+                ) from None
+        if not isinstance(dt, datetime):
+            raise TypeError(f"Expected a datetime. Instead, received: {dt!r}")
+        dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+        now = self.now()
+        if dt < now:
+            raise ValueError(
+                f"The virtual clock cannot go backwards: it is {now.isoformat()} and "
+                f"set() received {dt.isoformat()}. To go back, restore a snapshot taken "
+                "earlier (world.snapshot() / world.restore(snap))."
+            )
+        return self._move(dt)
+
+    def _move(self, to: datetime) -> datetime:
+        store = self._store
+        state = store._state
+        if to != state.clock:
+            store._emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=store._call_id))
+        return to

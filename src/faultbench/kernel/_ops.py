@@ -1,0 +1,230 @@
+"""Operations: what each tool does, run inside a transaction.
+
+Every operation runs against a `Transaction`: a private copy of the world's state (free,
+since states are immutable) plus the events written so far. Reads see the transaction's own
+writes; nothing reaches the world until `commit()`. A handler that raises simply leaves its
+transaction behind, so no partial write survives, without any undo code.
+
+`compile_ops(spec)` prepares everything per tool once (validator, schema, runner), so a call
+costs a dict lookup, one `msgspec.convert` and the operation itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ._calls import Tool
+from ._clock import VirtualClock
+from ._errors import (
+    HandlerCrashed,
+    HandlerError,
+    InvalidArguments,
+    RecordError,
+    RecordNotFound,
+    ToolCallError,
+)
+from ._events import Event
+from ._reducer import apply
+from ._schema import Validator, default_description, input_schema, operation_args
+from ._tables import Record, Table, did_you_mean, id_order
+
+if TYPE_CHECKING:
+    from ._spec import OperationSpec, WorldSpec
+    from ._state import State
+    from ._world import World
+
+
+# --- the transaction a call runs in --------------------------------------------------------
+
+
+class Transaction:
+    """A world-like view for one operation: tables, clock and the spec, reading through its
+    own pending writes. Custom handlers receive it as their `world` argument."""
+
+    def __init__(self, world: World, call_id: str | None, state: State | None = None):
+        self._world = world
+        self._state: State = world._state if state is None else state
+        self._call_id = call_id
+        self._pending: list[Event] = []
+        self._tables: dict[str, Table] = {}
+        self.spec: WorldSpec = world.spec
+        self.clock = VirtualClock(self)
+
+    # Read-only facts of the world, as handlers may want them.
+    @property
+    def name(self) -> str:
+        return self._world.name
+
+    @property
+    def seed(self) -> int:
+        return self._world.seed
+
+    @property
+    def run(self) -> int:
+        return self._world.run
+
+    @property
+    def events(self) -> list[Event]:
+        """The events this transaction has written so far (not yet in the world's log)."""
+        return list(self._pending)
+
+    def _emit(self, event: Event) -> None:
+        self._state = apply(self._state, event)
+        self._pending.append(event)
+
+    def table(self, name: str) -> Table:
+        t = self._tables.get(name)
+        if t is None:
+            rname = self.spec.accessors.get(name, name)
+            rspec = self.spec.records.get(rname)
+            if rspec is None:
+                raise LookupError(_no_table(self.spec, name))
+            t = self._tables[rname] = self._tables[name] = Table(self, rspec)
+        return t
+
+    @property
+    def tables(self) -> dict[str, Table]:
+        return {name: self.table(name) for name in self.spec.records}
+
+    def __getattr__(self, name: str) -> Table:
+        if name.startswith("_") or name not in self.spec.accessors:
+            raise AttributeError(
+                f"the world passed to handlers has no attribute {name!r}."
+                + did_you_mean(name, [*self.spec.accessors, "table", "tables", "clock"])
+            )
+        return self.table(name)
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        return tables_to_dict(self._state, self.spec.records)
+
+    def commit(self) -> list[Event]:
+        """Hand the pending events to the world: its state becomes this transaction's. The
+        world must not have changed since the transaction began (calls are atomic)."""
+        world = self._world
+        if self._pending:
+            if world._state.seq != self._pending[0].seq:
+                raise RuntimeError(
+                    f"transaction of call {self._call_id} began at event "
+                    f"{self._pending[0].seq} but the world is at {world._state.seq}"
+                )
+            world._adopt(self._state, self._pending)
+        return self._pending
+
+
+def tables_to_dict(state: State, order: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """Tables (in `order`, e.g. the spec's record order) as lists of record dicts by id."""
+    tables = state.tables
+    return {
+        name: [dict(tables[name][i]) for i in sorted(tables[name].keys(), key=id_order)]
+        for name in (tables.keys() if order is None else order)
+    }
+
+
+def _no_table(spec: WorldSpec, name: str) -> str:
+    names = sorted(spec.accessors) or sorted(spec.records)
+    return (
+        f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
+        + did_you_mean(name, names)
+    )
+
+
+# --- compiled operations ---------------------------------------------------------------------
+
+
+class CompiledOp:
+    __slots__ = ("handler", "kind", "name", "record", "run", "spec", "tool", "validator")
+
+    def __init__(self, spec: WorldSpec, op: OperationSpec):
+        args = operation_args(op, spec.records)
+        self.spec = op
+        self.name = op.name
+        self.kind = op.kind
+        self.record = op.record
+        self.validator = Validator(op.name, args)
+        self.tool = Tool(
+            name=op.name,
+            description=default_description(op, spec.records),
+            input_schema=input_schema(args),
+            service=op.service,
+            kind=op.kind,
+            record=op.record,
+        )
+        self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
+        self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
+
+    # Each runner returns the operation's value as Python objects (record dicts, lists...);
+    # the call pipeline turns it into JSON for the agent.
+
+    def _run_get(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        data = tx._state.tables[self.record].get(args["id"])
+        if data is None:
+            raise RecordNotFound(f"{self.record} {args['id']!r} not found")
+        return data
+
+    def _run_list(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        return [r._data for r in tx.table(self.record).where(**args)]  # type: ignore[arg-type]
+
+    def _run_create(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        try:
+            return tx.table(self.record).insert(**args)._data  # type: ignore[arg-type]
+        except RecordError as exc:
+            raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+
+    def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        rid = args.pop("id")
+        try:
+            return tx.table(self.record).update(rid, **args)._data  # type: ignore[arg-type]
+        except RecordError as exc:
+            raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+
+    def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        return tx.table(self.record).delete(args["id"])._data  # type: ignore[arg-type]
+
+    def _run_custom(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        where = self.spec.handler or self.name
+        if self.handler is None:
+            raise HandlerCrashed(f"internal error in handler {where}: handler not loaded")
+        try:
+            value = self.handler(tx, tx.clock, **args)
+        except ToolCallError:
+            raise
+        except (ValueError, LookupError, PermissionError) as exc:
+            raise HandlerError(str(exc) or type(exc).__name__) from exc
+        except Exception as exc:
+            raise HandlerCrashed(
+                f"internal error in handler {where}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()
+            raise HandlerCrashed(
+                f"internal error in handler {where}: it returned an awaitable; handlers are "
+                "plain (sync) functions"
+            )
+        try:
+            return to_json_value(value)
+        except (TypeError, msgspec.EncodeError, ValueError) as exc:
+            raise HandlerCrashed(
+                f"internal error in handler {where}: its return value is not JSON: {exc}"
+            ) from None
+
+
+def _enc_hook(obj: Any) -> Any:
+    if isinstance(obj, Record):
+        return obj._data
+    if isinstance(obj, Table):
+        return [r._data for r in obj.all()]
+    raise TypeError(f"a value of type {type(obj).__name__!r} cannot be sent as JSON")
+
+
+def to_json_value(value: Any) -> Any:
+    """`value` as plain JSON types: what the agent receives (datetimes become RFC 3339)."""
+    return msgspec.to_builtins(value, enc_hook=_enc_hook, str_keys=True)
+
+
+def compile_ops(spec: WorldSpec) -> dict[str, CompiledOp]:
+    return {name: CompiledOp(spec, op) for name, op in spec.operations.items()}

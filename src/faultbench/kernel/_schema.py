@@ -1,0 +1,285 @@
+"""Tool arguments: a JSON Schema for the agent, a msgspec type for validation, and error
+messages that name the argument and the type it should have.
+
+Each operation becomes one `Arg` list; from it we build, once per world spec, both the schema
+the agent reads (inline, no `$ref`, `additionalProperties: false`) and a msgspec Struct with
+`forbid_unknown_fields=True` that `msgspec.convert` checks arguments against in about a
+microsecond. msgspec reports one problem at a time in its own words; `explain` rewrites that
+into "invalid arguments for get_order: `id`: expected a string, got 42".
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from ._errors import InvalidArguments
+from ._spec import FieldSpec, OperationSpec, ParamSpec, RecordSpec
+
+# --- how kinds read in messages and schemas ------------------------------------------------
+
+_NOUN = {
+    "str": "a string",
+    "ref": "a string (a record id)",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "datetime": "a date-time string with a timezone (RFC 3339, e.g. 2025-06-01T00:00:00Z)",
+    "list": "an array",
+    "dict": "an object",
+    "any": "any JSON value",
+}
+
+_JSON_TYPE = {
+    "str": "string",
+    "ref": "string",
+    "enum": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "datetime": "string",
+    "list": "array",
+    "dict": "object",
+}
+
+
+def describe_kind(kind: str, choices: tuple[str, ...] = (), nullable: bool = False) -> str:
+    if kind == "enum":
+        text = "one of " + ", ".join(repr(c) for c in choices)
+    else:
+        text = _NOUN.get(kind, kind)
+    return text + " or null" if nullable else text
+
+
+def describe_field(f: FieldSpec) -> str:
+    return describe_kind(f.kind, f.choices, f.optional)
+
+
+def show_value(value: Any) -> str:
+    """A received value as the agent wrote it: JSON when possible."""
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+class Arg(msgspec.Struct, frozen=True):
+    name: str
+    kind: str  # a FieldKind or "any" / "list" / "dict"
+    required: bool
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    description: str = ""
+
+
+def _field_arg(
+    f: FieldSpec, rspec: RecordSpec, *, required: bool, nullable: bool, text: str
+) -> Arg:
+    return Arg(f.name, f.kind, required, f.choices, nullable, text)
+
+
+def _about(f: FieldSpec, rspec: RecordSpec) -> str:
+    if f.kind == "ref":
+        return f"id of the {f.ref} this {rspec.name} refers to"
+    if f.kind == "enum":
+        return f"{f.name} of the {rspec.name}: one of {', '.join(f.choices)}"
+    if f.kind == "datetime":
+        return f"{f.name} of the {rspec.name} (RFC 3339 date-time with timezone)"
+    return f"{f.name} of the {rspec.name}"
+
+
+def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
+    """The arguments a tool takes, in the order the agent sees them."""
+    if op.kind == "custom":
+        return [
+            Arg(p.name, p.kind, p.required, p.choices, p.nullable, _param_text(p))
+            for p in op.params
+        ]
+    rspec = records[op.record]  # type: ignore[index]
+    rid = f"id of the {rspec.name}"
+    if op.kind in ("get", "delete"):
+        return [Arg("id", "str", True, description=rid)]
+    if op.kind == "list":
+        out = []
+        for name in op.filter:
+            f = rspec.field(name)
+            assert f is not None, f"filter field {name!r} was validated by the loader"
+            text = f"only {rspec.plural} whose {name} equals this ({describe_field(f)})"
+            out.append(_field_arg(f, rspec, required=False, nullable=f.optional, text=text))
+        return out
+    if op.kind == "create":
+        out = []
+        for f in rspec.fields:
+            if f.name == "id":
+                text = f"id for the new {rspec.name}; omit it to get the next free id"
+                out.append(Arg("id", "str", False, description=text))
+                continue
+            required = not f.optional and not f.has_default
+            text = _about(f, rspec)
+            if not required:
+                text += f" (default: {show_value(f.default)})"
+            out.append(_field_arg(f, rspec, required=required, nullable=f.optional, text=text))
+        # Required arguments first: models fill schemas top-down.
+        return sorted(out, key=lambda a: not a.required)
+    if op.kind == "update":
+        out = [Arg("id", "str", True, description=f"id of the {rspec.name} to change")]
+        for f in rspec.fields:
+            if f.name != "id":
+                text = _about(f, rspec) + "; omit to keep the current value"
+                out.append(_field_arg(f, rspec, required=False, nullable=f.optional, text=text))
+        return out
+    raise AssertionError(f"unknown operation kind {op.kind!r}")
+
+
+def _param_text(p: ParamSpec) -> str:
+    text = p.name.replace("_", " ")
+    if not p.required:
+        text += f" (default: {show_value(p.default)})"
+    return text
+
+
+def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> str:
+    if op.description:
+        return op.description
+    if op.kind == "custom" or op.record is None:
+        return f"Run the {op.name} operation of the {op.service} service."
+    r = records[op.record]
+    if op.kind == "get":
+        return f"Get one {r.name} by id. Fails with a not-found error if there is none."
+    if op.kind == "list":
+        by = f", optionally filtered by {', '.join(op.filter)} (exact match)" if op.filter else ""
+        return f"List {r.plural}{by}. Returns an array of {r.plural} in id order."
+    if op.kind == "create":
+        return f"Create a {r.name}. Returns the new {r.name}, including its id."
+    if op.kind == "update":
+        return f"Change fields of an existing {r.name}, by id. Returns the updated {r.name}."
+    return f"Delete a {r.name} by id. Returns the deleted {r.name}."
+
+
+# --- JSON Schema -----------------------------------------------------------------------------
+
+
+def arg_schema(a: Arg) -> dict[str, Any]:
+    s: dict[str, Any] = {}
+    jtype = _JSON_TYPE.get(a.kind)
+    if jtype is not None:
+        s["type"] = [jtype, "null"] if a.nullable else jtype
+    if a.kind == "enum":
+        s["enum"] = [*a.choices, None] if a.nullable else list(a.choices)
+    elif a.kind == "datetime":
+        s["format"] = "date-time"
+    if a.description:
+        s["description"] = a.description
+    return s
+
+
+def input_schema(args: list[Arg]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {a.name: arg_schema(a) for a in args},
+        "required": [a.name for a in args if a.required],
+        "additionalProperties": False,
+    }
+
+
+# --- msgspec validation ----------------------------------------------------------------------
+
+_UTC_DT = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+def _py_type(a: Arg) -> Any:
+    if a.kind == "enum":
+        t: Any = Literal[a.choices]  # type: ignore[valid-type]
+    else:
+        t = {
+            "str": str,
+            "ref": str,
+            "int": int,
+            "float": float,
+            "bool": bool,
+            "datetime": _UTC_DT,
+            "list": list,
+            "dict": dict,
+            "any": Any,
+        }[a.kind]
+    if a.nullable and a.kind != "any":
+        t = t | None
+    return t
+
+
+_MISSING = re.compile(r"Object missing required field `(?P<name>[^`]*)`")
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<name>[^`]*)`")
+_AT = re.compile(r"^(?P<msg>.*) - at `\$(?:\.(?P<name>\w+)|\[[^\]]*\])?(?P<rest>[^`]*)`$")
+
+
+class Validator:
+    """Checks one tool's arguments; `validate(args)` returns the cleaned values (only those
+    given) or raises `InvalidArguments` with the message the agent sees."""
+
+    __slots__ = ("_args", "_fields", "_type", "tool")
+
+    def __init__(self, tool: str, args: list[Arg]):
+        self.tool = tool
+        self._args = {a.name: a for a in args}
+        fields = []
+        for a in args:
+            if a.required:
+                fields.append((a.name, _py_type(a)))
+            else:
+                fields.append((a.name, _py_type(a) | msgspec.UnsetType, msgspec.UNSET))
+        self._fields = tuple(a.name for a in args)
+        self._type = msgspec.defstruct(
+            f"{tool}_args", fields, forbid_unknown_fields=True, frozen=True
+        )
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        try:
+            obj = msgspec.convert(args, self._type, strict=True)
+        except msgspec.ValidationError as exc:
+            raise InvalidArguments(self.explain(args, str(exc))) from None
+        out = {}
+        for name in self._fields:
+            v = getattr(obj, name)
+            if v is not msgspec.UNSET:
+                out[name] = v
+        return out
+
+    def explain(self, args: Any, msg: str) -> str:
+        head = f"invalid arguments for {self.tool}: "
+        if m := _MISSING.match(msg):
+            a = self._args.get(m["name"])
+            what = f" ({describe_kind(a.kind, a.choices)})" if a else ""
+            return head + f"missing required argument `{m['name']}`{what}"
+        if m := _UNKNOWN.match(msg):
+            name = m["name"]
+            known = ", ".join(f"`{n}`" for n in self._fields) or "none"
+            close = difflib.get_close_matches(name, self._fields, n=1, cutoff=0.6)
+            hint = f" Did you mean `{close[0]}`?" if close else ""
+            return head + f"unknown argument `{name}`; this tool takes: {known}.{hint}"
+        m = _AT.match(msg)
+        if m is None or m["name"] is None:
+            if not isinstance(args, dict):
+                return head + (
+                    "expected an object of named arguments. Instead, received: " + show_value(args)
+                )
+            return head + msg
+        name, rest, inner = m["name"], m["rest"], m["msg"]
+        a = self._args.get(name)
+        got = args.get(name) if isinstance(args, dict) else None
+        if rest or a is None:  # inside a list/dict argument: msgspec's words are precise
+            return head + f"`{name}{rest}`: {inner[0].lower()}{inner[1:]}"
+        want = describe_kind(a.kind, a.choices, a.nullable)
+        text = f"`{name}`: expected {want}, got {show_value(got)}"
+        if a.kind == "enum" and isinstance(got, str):
+            close = difflib.get_close_matches(got, a.choices, n=1, cutoff=0.6)
+            if close:
+                text += f". Did you mean {close[0]!r}?"
+        return head + text

@@ -1,0 +1,92 @@
+"""The state of a world: one immutable value, produced only by `apply` (see `_reducer.py`).
+
+Everything here is persistent (`immutables.Map`, frozen Structs), so a snapshot is a reference
+and a fork shares structure with its parent. Record values are plain dicts in field order; they
+are never mutated once inside a state (the reducer copies on update), and `Record` hands users
+read-only views of them.
+
+The state hash
+--------------
+`state_hash()` must be cheap enough to compute after every call, so the record part is kept
+incrementally: `rsum` is the sum, modulo 2**256, of one blake2b digest per live record
+(over the canonical JSON of `[table, id, fields]`). Creating a record adds its digest, deleting
+subtracts it, updating does both: O(1) per event, and the sum does not depend on the order in
+which records were written. `state_hash()` then folds in the small scalar parts.
+
+The hash covers: every record (table, id, field values), the id counters, the virtual clock,
+the per-tool counts of valid calls and the call counter. It does not cover the log length,
+the run index or fault settings: two worlds with the same hash answer every future call the
+same way for the same fault plan.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from hashlib import blake2b
+from typing import Any
+
+import immutables
+import msgspec
+
+_MOD = 1 << 256
+_EMPTY: immutables.Map = immutables.Map()
+
+# Sorted keys make the digest independent of dict insertion order.
+_canon = msgspec.json.Encoder(order="deterministic").encode
+
+
+def record_digest(table: str, rid: str, fields: dict[str, Any]) -> int:
+    """The hash contribution of one record."""
+    return int.from_bytes(blake2b(_canon((table, rid, fields)), digest_size=32).digest(), "big")
+
+
+class State(msgspec.Struct, frozen=True, gc=False):
+    """One world's state. Build it only with `State.empty` and `apply`."""
+
+    #: record name -> id -> field dict (field order, `id` included)
+    tables: immutables.Map
+    #: the virtual clock, timezone-aware UTC
+    clock: datetime
+    #: number of events applied so far: the `seq` the next event gets
+    seq: int = 0
+    #: record name -> the next automatic id (as an int)
+    next_ids: immutables.Map = _EMPTY
+    #: tool name -> number of valid calls so far (the `k` of the last one); fault scripts
+    #: count on this, and forks inherit it with the rest of the state
+    k: immutables.Map = _EMPTY
+    #: number of calls started (valid or not); the next call id is `c{calls + 1}`
+    calls: int = 0
+    #: sum of record digests mod 2**256 (see module docstring)
+    rsum: int = 0
+
+    @classmethod
+    def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
+        """A state with the given (empty) tables, before any event."""
+        return cls(
+            tables=immutables.Map(dict.fromkeys(tables, _EMPTY)),
+            clock=clock,
+            next_ids=immutables.Map(dict.fromkeys(tables, 1)),
+        )
+
+    def state_hash(self) -> str:
+        """Hex digest of everything the hash covers (see module docstring)."""
+        scalar = (
+            f"{self.rsum:064x}",
+            self.clock,
+            sorted(self.next_ids.items()),
+            sorted(self.k.items()),
+            self.calls,
+        )
+        return blake2b(_canon(scalar), digest_size=32).hexdigest()
+
+    def table_view(self) -> immutables.Map:
+        """`Mapping[table, Mapping[id, Mapping[field, value]]]`, as diffs read it."""
+        return self.tables
+
+
+def add_digest(rsum: int, digest: int) -> int:
+    return (rsum + digest) % _MOD
+
+
+def sub_digest(rsum: int, digest: int) -> int:
+    return (rsum - digest) % _MOD
