@@ -41,17 +41,14 @@ def apply(state: State, event: Event) -> State:
             f"apply() was called while applying event {event.seq} ({type(event).__name__}): "
             "reducers may not emit events. Emit follow-up events after apply returns."
         )
+    case = _CASES.get(type(event))
+    if case is None:
+        raise TypeError(f"Expected a faultbench event. Instead, received: {type(event).__name__}")
     if event.seq != state.seq:
         raise ReplayError(
             f"Expected event seq {state.seq}. Instead, received: {type(event).__name__} "
             f"with seq {event.seq}; events must be applied in log order without gaps."
         )
-    try:
-        case = _CASES[type(event)]
-    except KeyError:
-        raise TypeError(
-            f"Expected a faultbench event. Instead, received: {type(event).__name__}"
-        ) from None
     _guard.busy = True
     try:
         return case(state, event)

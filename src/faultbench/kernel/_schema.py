@@ -124,8 +124,10 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
                 continue
             required = not f.optional and not f.has_default
             text = _about(f, rspec)
-            if not required:
+            if f.has_default:
                 text += f" (default: {show_value(f.default)})"
+            elif f.optional:
+                text += " (optional)"
             out.append(_field_arg(f, rspec, required=required, nullable=f.optional, text=text))
         # Required arguments first: models fill schemas top-down.
         return sorted(out, key=lambda a: not a.required)

@@ -1,0 +1,347 @@
+"""Operations through World.call: semantics, validation errors, handlers, transactions."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from conftest import T0
+
+from faultbench.kernel import (
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    RecordCreated,
+    RecordDeleted,
+    RecordUpdated,
+)
+
+# --- built-in operations ---------------------------------------------------------------------
+
+
+def test_get(world):
+    r = world.call("get_order", {"id": "2"})
+    assert r.ok
+    assert r.value == {
+        "id": "2",
+        "customer": "1",
+        "status": "placed",
+        "total": 20.0,
+        "qty": 1,
+        "created_at": "2025-05-02T00:00:00Z",
+        "note": None,
+    }
+    assert json.loads(r.text) == r.value
+    assert (r.call_id, r.tool, r.k, r.args) == ("c1", "get_order", 1, {"id": "2"})
+    assert r.started_at == r.finished_at == T0
+
+
+def test_get_missing_is_a_not_found_error(world):
+    r = world.call("get_order", {"id": "9"})
+    assert not r.ok
+    assert r.error_kind == "not_found"
+    assert r.text == r.error == "order '9' not found"
+    assert r.value is None
+
+
+def test_list_filters_are_optional_equality_in_id_order(world):
+    world.orders.insert(id="10", customer="2", status="shipped", total=1.0)
+    assert [o["id"] for o in world.call("list_orders").value] == ["1", "2", "3", "10"]
+    assert [o["id"] for o in world.call("list_orders", {"customer": "2"}).value] == ["1", "3", "10"]
+    r = world.call("list_orders", {"customer": "2", "status": "placed"})
+    assert [o["id"] for o in r.value] == ["1", "3"]
+    assert world.call("list_orders", {"status": "refunded"}).value == []
+    assert world.call("list_orders", {"status": "refunded"}).text == "[]"
+
+
+def test_create_required_optional_defaults_and_explicit_id(world):
+    r = world.call("create_order", {"customer": "1", "status": "placed", "total": 7})
+    assert r.value == {
+        "id": "4",
+        "customer": "1",
+        "status": "placed",
+        "total": 7.0,
+        "qty": 1,
+        "created_at": None,
+        "note": None,
+    }
+    r = world.call(
+        "create_order",
+        {
+            "id": "A-1",
+            "customer": "1",
+            "status": "shipped",
+            "total": 1.5,
+            "qty": 3,
+            "created_at": "2025-06-01T10:00:00+02:00",
+            "note": None,
+        },
+    )
+    assert r.ok, r.text
+    assert r.value["created_at"] == "2025-06-01T08:00:00Z"
+    assert world.orders.get("A-1").created_at == T0 + timedelta(hours=8)
+    dup = world.call("create_order", {"id": "A-1", "customer": "1", "status": "placed", "total": 1})
+    assert dup.error_kind == "invalid_arguments"
+    assert "order 'A-1' already exists" in dup.text
+
+
+def test_update_and_delete(world):
+    r = world.call("update_order", {"id": "1", "status": "shipped", "note": "x"})
+    assert (r.value["status"], r.value["note"], r.value["total"]) == ("shipped", "x", 10.0)
+    assert world.call("update_order", {"id": "1", "note": None}).value["note"] is None
+    assert world.call("update_order", {"id": "9", "note": "x"}).error_kind == "not_found"
+    r = world.call("delete_order", {"id": "1"})
+    assert r.value["id"] == "1"
+    assert world.orders.get("1") is None
+    r = world.call("delete_order", {"id": "1"})
+    assert (r.ok, r.error_kind, r.text) == (False, "not_found", "order '1' not found")
+
+
+def test_call_events_carry_the_call_id(world):
+    n = len(world.events)
+    world.call("update_order", {"id": "1", "status": "shipped"})
+    world.call("create_order", {"customer": "1", "status": "placed", "total": 1})
+    world.call("delete_order", {"id": "2"})
+    new = world.events_since(n)
+    assert [type(e) for e in new] == [
+        CallStarted,
+        RecordUpdated,
+        CallSucceeded,
+        CallStarted,
+        RecordCreated,
+        CallSucceeded,
+        CallStarted,
+        RecordDeleted,
+        CallSucceeded,
+    ]
+    assert [e.call_id for e in new] == ["c1"] * 3 + ["c2"] * 3 + ["c3"] * 3
+    assert [e.k for e in new if isinstance(e, CallStarted)] == [1, 1, 1]
+
+
+def test_k_counts_valid_calls_per_tool_only(world):
+    assert world.call("get_order", {"id": "1"}).k == 1
+    assert world.call("get_order", {"id": 1}).k is None  # invalid: does not count
+    assert world.call("get_ordr", {"id": "1"}).k is None
+    assert world.call("list_orders").k == 1
+    assert world.call("get_order", {"id": "9"}).k == 2  # not found still counts
+    assert dict(world._state.k) == {"get_order": 2, "list_orders": 1}
+
+
+# --- validation: every kind of bad arguments -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        (
+            "get_order",
+            {"id": 42},
+            "invalid arguments for get_order: `id`: expected a string, got 42",
+        ),
+        (
+            "get_order",
+            {"id": None},
+            "invalid arguments for get_order: `id`: expected a string, got null",
+        ),
+        (
+            "get_order",
+            {},
+            "invalid arguments for get_order: missing required argument `id` (a string)",
+        ),
+        (
+            "get_order",
+            {"id": "1", "verbose": True},
+            "invalid arguments for get_order: unknown argument `verbose`; this tool takes: `id`.",
+        ),
+        (
+            "list_orders",
+            {"stauts": "placed"},
+            "invalid arguments for list_orders: unknown argument `stauts`; this tool takes: "
+            "`status`, `customer`. Did you mean `status`?",
+        ),
+        (
+            "list_orders",
+            {"status": "sent"},
+            "invalid arguments for list_orders: `status`: expected one of 'placed', 'shipped', "
+            "'refunded', got \"sent\"",
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": "12.50"},
+            'invalid arguments for create_order: `total`: expected a number, got "12.50"',
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": 1, "qty": 1.5},
+            "invalid arguments for create_order: `qty`: expected an integer, got 1.5",
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed"},
+            "invalid arguments for create_order: missing required argument `total` (a number)",
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": 1, "created_at": "yesterday"},
+            "invalid arguments for create_order: `created_at`: expected a date-time string with a "
+            'timezone (RFC 3339, e.g. 2025-06-01T00:00:00Z) or null, got "yesterday"',
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": 1, "created_at": "2025-06-01T00:00:00"},
+            "invalid arguments for create_order: `created_at`: expected a date-time string with a "
+            'timezone (RFC 3339, e.g. 2025-06-01T00:00:00Z) or null, got "2025-06-01T00:00:00"',
+        ),
+        (
+            "update_order",
+            {"id": "1", "total": True},
+            "invalid arguments for update_order: `total`: expected a number, got true",
+        ),
+        (
+            "issue_refund",
+            {"order_id": "1", "amount": "5"},
+            'invalid arguments for issue_refund: `amount`: expected a number, got "5"',
+        ),
+        (
+            "flaky_refund",
+            {"order_id": "1", "mode": "explode"},
+            "invalid arguments for flaky_refund: `mode`: expected one of 'crash', 'deny', "
+            "'bad_return', 'ok', got \"explode\"",
+        ),
+        (
+            "get_order",
+            ["1"],
+            'invalid arguments for get_order: expected an object of named arguments. Instead, received: ["1"]',
+        ),
+    ],
+)
+def test_invalid_arguments(world, tool, args, message):
+    before = world.snapshot()
+    n = len(world.events)
+    r = world.call(tool, args)
+    assert not r.ok
+    assert r.error_kind == "invalid_arguments"
+    assert r.text == message
+    assert not world.diff(before)
+    assert [type(e) for e in world.events_since(n)] == [CallStarted, CallFailed]
+    assert world.events[n].k is None
+    assert world.events[n + 1].message == message
+
+
+def test_enum_typo_gets_a_suggestion(world):
+    r = world.call("list_orders", {"status": "shiped"})
+    assert r.text.endswith("got \"shiped\". Did you mean 'shipped'?")
+
+
+def test_unknown_tool(world):
+    r = world.call("refund_order", {"id": "1"})
+    assert r.error_kind == "unknown_tool"
+    assert r.text.startswith("unknown tool 'refund_order'.")
+    assert "Available tools: get_order, list_orders" in r.text
+    assert world.call("get_ordr").text.startswith(
+        "unknown tool 'get_ordr'. Did you mean 'get_order'?"
+    )
+
+
+def test_unencodable_arguments_are_logged_readably(world):
+    r = world.call("get_order", {"id": object()})
+    assert r.error_kind == "invalid_arguments"
+    assert isinstance(world.events[-2].args["id"], str)
+
+
+# --- custom handlers -------------------------------------------------------------------------
+
+
+def test_custom_handler_writes_through_tables_with_virtual_time(world):
+    world.clock.advance(3600)
+    r = world.call("issue_refund", {"order_id": "2", "amount": 5})
+    assert r.ok, r.text
+    assert r.value == {"id": "1", "order": "2", "amount": 5.0, "created_at": "2025-06-01T01:00:00Z"}
+    assert world.refunds.get("1").created_at == T0 + timedelta(hours=1)
+    assert world.orders.get("2").status == "refunded"
+    recs = [e for e in world.events if getattr(e, "call_id", None) == r.call_id]
+    assert [type(e) for e in recs] == [CallStarted, RecordCreated, RecordUpdated, CallSucceeded]
+
+
+def test_handler_value_errors_become_clean_tool_errors(world):
+    r = world.call("issue_refund", {"order_id": "2", "amount": 500})
+    assert (r.ok, r.error_kind, r.text) == (
+        False,
+        "handler_error",
+        "amount must be between 0 and 20.0",
+    )
+    r = world.call("issue_refund", {"order_id": "9", "amount": 1})
+    assert r.text == "order '9' does not exist"
+    r = world.call("flaky_refund", {"order_id": "1", "mode": "deny"})
+    assert (r.error_kind, r.text) == ("handler_error", "refunds are frozen")
+
+
+@pytest.mark.parametrize("mode", ["crash", "deny", "bad_return"])
+def test_a_raising_handler_leaves_nothing_behind(world, mode):
+    before = world.snapshot()
+    n = len(world.events)
+    r = world.call("flaky_refund", {"order_id": "1", "mode": mode})
+    assert not r.ok
+    assert not world.diff(before)
+    assert world.clock.now() == T0  # its clock.advance was rolled back too
+    assert world.refunds.all() == []
+    assert [type(e) for e in world.events_since(n)] == [CallStarted, CallFailed]
+
+
+def test_crash_message_names_the_handler(world):
+    r = world.call("flaky_refund", {"order_id": "1"})
+    assert r.error_kind == "internal_error"
+    assert r.text == (
+        "internal error in handler kernel_handlers.flaky_refund: ZeroDivisionError: division by zero"
+    )
+    r = world.call("flaky_refund", {"order_id": "1", "mode": "bad_return"})
+    assert r.text.startswith("internal error in handler kernel_handlers.flaky_refund: its return")
+
+
+def test_a_handler_that_returns_commits_its_clock_and_writes(world):
+    r = world.call("flaky_refund", {"order_id": "1", "mode": "ok"})
+    assert r.value == {"refunded": "1"}
+    assert world.clock.now() == T0 + timedelta(seconds=5)
+    assert r.finished_at == T0 + timedelta(seconds=5)
+    assert r.latency_s == 5.0
+
+
+def test_handler_return_values_become_json(world):
+    r = world.call("stats")
+    assert r.value["orders"] == 3
+    assert r.value["first"]["id"] == "1"  # a Record became a dict
+    assert r.value["now"] == "2025-06-01T00:00:00Z"
+    assert json.loads(r.text) == r.value
+
+
+# --- schemas ---------------------------------------------------------------------------------
+
+
+def test_schemas_are_inline_closed_and_typed(world):
+    s = world.tool("create_order").input_schema
+    assert s["type"] == "object"
+    assert s["additionalProperties"] is False
+    assert s["required"] == ["customer", "status", "total"]
+    props = s["properties"]
+    assert list(props)[:3] == ["customer", "status", "total"]
+    assert props["status"]["enum"] == ["placed", "shipped", "refunded"]
+    assert props["total"]["type"] == "number"
+    assert props["qty"]["type"] == "integer"
+    assert props["created_at"] == {
+        "type": ["string", "null"],
+        "format": "date-time",
+        "description": "created_at of the order (RFC 3339 date-time with timezone) (optional)",
+    }
+    assert "omit it" in props["id"]["description"]
+    assert "$ref" not in json.dumps(s)
+    u = world.tool("update_order").input_schema
+    assert u["required"] == ["id"]
+    lst = world.tool("list_orders").input_schema
+    assert lst["required"] == []
+    assert set(lst["properties"]) == {"status", "customer"}
+    assert world.tool("get_order").description.startswith("Get one order by id.")
+    assert world.tool("issue_refund").description == "Refund part of an order."
+    f = world.tool("flaky_refund").input_schema
+    assert f["required"] == ["order_id"]
+    assert f["properties"]["mode"]["enum"] == ["crash", "deny", "bad_return", "ok"]
