@@ -1,0 +1,503 @@
+"""The `faults:` block: parsing, validation and merging of fault rules.
+
+Rules are keyed by `default`, `service.*` or `service.operation` and stored as written; a call
+sees `merged_rule(...)`, the fold of the three keys from general to specific. Public entry
+points are re-exported by `_loader.py` (`parse_faults`, `merged_rule`, `parse_duration`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._names import did_you_mean, one_of
+from ._spec import ERROR_KINDS, ErrorRule, FaultRule, Latency, Location, RateLimit
+from ._yaml import Document
+
+RULE_KEYS = ("latency_ms", "errors", "rate_limit", "not_found_if_newer_than", "script", "timeout_s")
+ERROR_OPTIONS = ("p", "commit", "timeout_s", "retry_after_s", "lag_s", "times")
+#: options that only make sense for some kinds
+_OPTION_KINDS = {
+    "timeout_s": ("timeout", "timeout_before_commit"),
+    "retry_after_s": ("http_429",),
+    "lag_s": ("stale_read",),
+    "times": ("duplicate",),
+}
+_TIMEOUT_KINDS = _OPTION_KINDS["timeout_s"]
+_EMPTY = FaultRule()
+
+# ---------------------------------------------------------------------------------------------
+# Durations
+# ---------------------------------------------------------------------------------------------
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds in a duration: `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`; a bare number is
+    seconds. Raises ValueError for anything else, negative values included."""
+    if isinstance(text, bool):
+        raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
+    if isinstance(text, int | float):
+        if text < 0:
+            raise ValueError(f"invalid duration {text!r}: negative; {DURATION_HELP}")
+        return float(text)
+    match = _DURATION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing one faults block
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class _RuleParser:
+    """Parses the rules of one `faults:` mapping, recording problems into `doc`."""
+
+    def __init__(self, doc: Document, services: Mapping[str, Sequence[str]]):
+        self.doc = doc
+        self.services = services
+        self.keys = ["default"]
+        for svc, ops in services.items():
+            self.keys.append(f"{svc}.*")
+            self.keys.extend(f"{svc}.{op}" for op in ops)
+
+    def key_problem(self, container: Any, key: Any, message: str) -> None:
+        self.doc.problem(self.doc.key_at(container, key), message)
+
+    def value_problem(self, container: Any, key: Any, message: str) -> None:
+        self.doc.problem(self.doc.value_at(container, key), message)
+
+    # -- the block ------------------------------------------------------------------------------
+
+    def parse_block(self, block: Any, parent: Any, key: Any) -> dict[str, FaultRule]:
+        if block is None:
+            return {}
+        if not isinstance(block, dict):
+            self.value_problem(
+                parent, key,
+                f"faults must be a mapping of rules, not {_kind(block)}; expected e.g. "
+                "'faults: {default: {latency_ms: [50, 200]}}'",
+            )  # fmt: skip
+            return {}
+        rules: dict[str, FaultRule] = {}
+        for target, body in block.items():
+            if not self.check_target(block, target):
+                continue
+            rule = self.parse_rule(block, target, body)
+            if rule is not None:
+                rules[target] = rule
+        return rules
+
+    def check_target(self, block: dict, target: str) -> bool:
+        if target in self.keys:
+            return True
+        svc, dot, op = target.partition(".")
+        hint = did_you_mean(target, self.keys)
+        if not dot:
+            owner = next((s for s, ops in self.services.items() if target in ops), None)
+            if owner is not None:
+                hint = f"; did you mean '{owner}.{target}'?"
+            elif target in self.services:
+                hint = f"; did you mean '{target}.*'?"
+            self.key_problem(
+                block, target,
+                f"unknown fault target '{target}'; expected default, service.* or "
+                f"service.operation{hint}",
+            )  # fmt: skip
+        elif svc not in self.services:
+            self.key_problem(
+                block, target,
+                f"fault key '{target}' names an unknown service '{svc}'; expected one of "
+                f"{one_of(self.services)}{hint}",
+            )  # fmt: skip
+        else:
+            owner = next((s for s, ops in self.services.items() if op in ops), None)
+            if owner is not None and not hint:
+                hint = f"; did you mean '{owner}.{op}'?"
+            self.key_problem(
+                block, target,
+                f"fault key '{target}' names an unknown operation '{op}' of service "
+                f"'{svc}'; expected "
+                + (f"one of {one_of(self.services[svc])}" if self.services[svc] else
+                   f"an operation, but '{svc}' has none")
+                + hint,
+            )  # fmt: skip
+        return False
+
+    # -- one rule ------------------------------------------------------------------------------
+
+    def parse_rule(self, block: dict, target: str, body: Any) -> FaultRule | None:
+        line, col = self.doc.key_at(block, target)
+        loc = Location(self.doc.path, line, col)
+        if body is None:
+            return FaultRule(loc=loc)
+        if not isinstance(body, dict):
+            self.value_problem(
+                block, target,
+                f"the rule for {target} must be a mapping, not {_kind(body)}; expected e.g. "
+                "'{errors: {timeout: 0.1}}'",
+            )  # fmt: skip
+            return None
+        before = len(self.doc.problems)
+        fields: dict[str, Any] = {"loc": loc}
+        for key, value in body.items():
+            if key == "latency_ms":
+                fields["latency"] = self.latency(body, key, value)
+            elif key == "errors":
+                fields["errors"] = self.errors(body, key, value, fields)
+            elif key == "rate_limit":
+                fields["rate_limit"] = self.rate_limit(body, key, value)
+            elif key == "not_found_if_newer_than":
+                fields["not_found_if_newer_than_s"] = self.duration(body, key, value)
+            elif key == "script":
+                fields["script"] = self.script(body, key, value)
+            elif key == "timeout_s":
+                fields["timeout_s"] = self.duration(body, key, value)
+            elif key in ERROR_KINDS:
+                self.key_problem(
+                    body, key,
+                    f"'{key}' is an error kind; expected it under errors:, e.g. "
+                    f"'errors: {{{key}: {value if _is_number(value) else 0.1}}}'",
+                )  # fmt: skip
+            else:
+                self.key_problem(
+                    body, key,
+                    f"unknown fault rule key '{key}'; expected one of {one_of(RULE_KEYS)}"
+                    f"{did_you_mean(key, RULE_KEYS)}",
+                )  # fmt: skip
+        if len(self.doc.problems) > before:
+            return None
+        rule = FaultRule(**{k: v for k, v in fields.items() if v is not None})
+        total = sum(e.p for e in rule.errors)
+        if total > 1 + 1e-9:
+            parts = " + ".join(f"{e.kind} {e.p:g}" for e in rule.errors)
+            self.doc.problem(
+                (line, col),
+                f"error probabilities under {target} add up to {_num(total)} ({parts}); "
+                "expected at most 1 in total; lower some of them",
+            )
+            return None
+        return rule
+
+    def latency(self, body: dict, key: str, value: Any) -> Latency | None:
+        if _is_number(value) and value >= 0:
+            return Latency("fixed", lo_ms=float(value), hi_ms=float(value))
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(_is_number(v) and v >= 0 for v in value)
+        ):
+            lo, hi = float(value[0]), float(value[1])
+            if lo <= hi:
+                return Latency("uniform", lo_ms=lo, hi_ms=hi)
+            self.value_problem(
+                body, key, f"latency_ms [{value[0]}, {value[1]}] has lo > hi; expected [lo, hi]"
+            )
+            return None
+        if isinstance(value, dict) and set(value) == {"p50", "p99"}:
+            p50, p99 = value["p50"], value["p99"]
+            if _is_number(p50) and _is_number(p99) and 0 < p50 <= p99:
+                return Latency("lognormal", p50_ms=float(p50), p99_ms=float(p99))
+            self.value_problem(
+                body, key, "latency_ms {p50:, p99:} needs numbers with 0 < p50 <= p99"
+            )
+            return None
+        self.value_problem(
+            body, key,
+            f"invalid latency_ms {_show(value)}; expected [lo, hi] in milliseconds "
+            "(uniform), a number (fixed) or {p50: ms, p99: ms}",
+        )  # fmt: skip
+        return None
+
+    def errors(self, body: dict, key: str, value: Any, fields: dict) -> tuple[ErrorRule, ...]:
+        if not isinstance(value, dict):
+            self.value_problem(
+                body, key,
+                f"errors must map error kinds to probabilities, not {_kind(value)}; expected "
+                "e.g. '{timeout: 0.1, http_500: 0.02}'",
+            )  # fmt: skip
+            return ()
+        found: list[ErrorRule] = []
+        for kind, spec in value.items():
+            if kind == "not_found_if_newer_than":  # faultbench 0.1 wrote it here
+                fields["not_found_if_newer_than_s"] = self.duration(value, kind, spec)
+                continue
+            if kind not in ERROR_KINDS:
+                self.key_problem(
+                    value, kind,
+                    f"unknown error kind '{kind}'; expected one of {one_of(ERROR_KINDS)}"
+                    f"{did_you_mean(kind, ERROR_KINDS)}",
+                )  # fmt: skip
+                continue
+            rule = self.error_rule(value, kind, kind, spec, need_p=True)
+            if rule is not None:
+                found.append(rule)
+        return tuple(found)
+
+    def error_rule(
+        self, parent: Any, key: Any, kind: str, spec: Any, *, need_p: bool
+    ) -> ErrorRule | None:
+        if not isinstance(spec, dict):
+            if need_p and _is_number(spec) and 0 <= spec <= 1:
+                return ErrorRule(kind, float(spec))
+            if not need_p and spec is None:
+                return ErrorRule(kind, 1.0)
+            self.value_problem(
+                parent, key,
+                f"invalid probability {_show(spec)} for {kind}; expected a number from 0 to 1 "
+                f"or a mapping such as {{p: 0.1, commit: true}}",
+            )  # fmt: skip
+            return None
+        allowed = ERROR_OPTIONS if need_p else ("kind", *ERROR_OPTIONS[1:])
+        options: dict[str, Any] = {}
+        for opt, v in spec.items():
+            if opt not in allowed:
+                self.key_problem(
+                    spec, opt,
+                    f"unknown option '{opt}' for {kind}; expected one of {one_of(allowed)}"
+                    f"{did_you_mean(opt, allowed)}",
+                )  # fmt: skip
+            elif opt == "kind":
+                continue
+            elif opt in _OPTION_KINDS and kind not in _OPTION_KINDS[opt]:
+                self.key_problem(
+                    spec, opt,
+                    f"'{opt}' does not apply to {kind}; expected it only with "
+                    f"{one_of(_OPTION_KINDS[opt])}",
+                )  # fmt: skip
+            elif opt == "p":
+                if _is_number(v) and 0 <= v <= 1:
+                    options["p"] = float(v)
+                else:
+                    self.value_problem(
+                        spec, opt, f"invalid probability {_show(v)}; expected a number from 0 to 1"
+                    )
+            elif opt == "commit":
+                if isinstance(v, bool):
+                    options["commit"] = v
+                else:
+                    self.value_problem(spec, opt, f"commit must be true or false, not {_show(v)}")
+            elif opt == "times":
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+                    options["times"] = v
+                else:
+                    self.value_problem(
+                        spec, opt, f"times must be a whole number >= 1, not {_show(v)}"
+                    )
+            else:
+                options[opt] = self.duration(spec, opt, v)
+        if need_p and "p" not in options and "p" not in spec:
+            self.doc.problem(
+                self.doc.key_at(parent, key),
+                f"{kind} needs a probability; expected e.g. {{p: 0.1, ...}}",
+            )
+            return None
+        return ErrorRule(kind, options.pop("p", 1.0), **options)
+
+    def rate_limit(self, body: dict, key: str, value: Any) -> RateLimit | None:
+        if isinstance(value, dict) and set(value) == {"calls", "per_seconds"}:
+            calls, per = value["calls"], value["per_seconds"]
+            if not (isinstance(calls, int) and not isinstance(calls, bool) and calls >= 1):
+                self.value_problem(
+                    value, "calls", f"calls must be a whole number >= 1, not {_show(calls)}"
+                )
+                return None
+            seconds = self.duration(value, "per_seconds", per)
+            if seconds is None:
+                return None
+            if seconds <= 0:
+                self.value_problem(value, "per_seconds", "per_seconds must be more than 0")
+                return None
+            return RateLimit(calls, seconds)
+        self.value_problem(
+            body, key,
+            f"invalid rate_limit {_show(value)}; expected {{calls: N, per_seconds: S}}, "
+            "e.g. {calls: 5, per_seconds: 60}",
+        )  # fmt: skip
+        return None
+
+    def script(self, body: dict, key: str, value: Any) -> tuple[tuple[int, ErrorRule], ...]:
+        if not isinstance(value, dict):
+            self.value_problem(
+                body, key,
+                f"script must map call numbers to faults, not {_kind(value)}; expected e.g. "
+                "'{2: timeout, 5: {kind: http_500, commit: true}}'",
+            )  # fmt: skip
+            return ()
+        steps: list[tuple[int, ErrorRule]] = []
+        for k, spec in value.items():
+            try:
+                n = int(k)
+            except (TypeError, ValueError):
+                n = 0
+            if isinstance(k, bool) or n < 1:
+                self.key_problem(
+                    value, k, f"script key {k!r} is not a call number; expected 1, 2, 3, ..."
+                )
+                continue
+            kind = spec.get("kind") if isinstance(spec, dict) else spec
+            if kind not in ERROR_KINDS:
+                where = (spec, "kind") if isinstance(spec, dict) and "kind" in spec else (value, k)
+                self.value_problem(
+                    *where,
+                    f"unknown error kind {_show(kind)} in script; expected one of "
+                    f"{one_of(ERROR_KINDS)}{did_you_mean(kind, ERROR_KINDS)}",
+                )  # fmt: skip
+                continue
+            rule = (
+                self.error_rule(value, k, kind, spec, need_p=False)
+                if isinstance(spec, dict)
+                else ErrorRule(kind, 1.0)
+            )
+            if rule is not None:
+                steps.append((n, rule))
+        return tuple(sorted(steps, key=lambda s: s[0]))
+
+    def duration(self, parent: Any, key: Any, value: Any) -> float | None:
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.value_problem(parent, key, str(exc))
+            return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Merging
+# ---------------------------------------------------------------------------------------------
+
+
+def merged_rule(faults: Mapping[str, FaultRule], service: str, operation: str) -> FaultRule:
+    """The rule a call to `service.operation` sees: `default`, then `service.*`, then
+    `service.operation`. Error kinds and script steps merge one by one (the more specific
+    rule wins per kind and per call number); latency, rate limit, `not_found_if_newer_than`
+    and `timeout_s` come from the most specific rule that sets them. Timeout errors without
+    their own `timeout_s` take the merged rule-level one."""
+    rules = [
+        r
+        for r in (
+            faults.get("default"),
+            faults.get(f"{service}.*"),
+            faults.get(f"{service}.{operation}"),
+        )
+        if r is not None
+    ]
+    if not rules:
+        return _EMPTY
+    if len(rules) == 1:
+        rule = rules[0]
+    else:
+        errors: dict[str, ErrorRule] = {}
+        script: dict[int, ErrorRule] = {}
+        scalars: dict[str, Any] = {}
+        for r in rules:
+            for e in r.errors:
+                errors.pop(e.kind, None)  # keep file order of the rule that wins
+                errors[e.kind] = e
+            script.update(r.script)
+            for name in ("latency", "rate_limit", "not_found_if_newer_than_s", "timeout_s"):
+                value = getattr(r, name)
+                if value is not None:
+                    scalars[name] = value
+        rule = FaultRule(
+            errors=tuple(errors.values()),
+            script=tuple(sorted(script.items())),
+            loc=rules[-1].loc,
+            **scalars,
+        )
+    if rule.timeout_s is not None:
+        rule = _fill_timeouts(rule)
+    return rule
+
+
+def _fill_timeouts(rule: FaultRule) -> FaultRule:
+    def fill(e: ErrorRule) -> ErrorRule:
+        if e.kind in _TIMEOUT_KINDS and e.timeout_s is None:
+            return ErrorRule(
+                e.kind, e.p, e.commit, rule.timeout_s, e.retry_after_s, e.lag_s, e.times
+            )
+        return e
+
+    return FaultRule(
+        latency=rule.latency,
+        errors=tuple(fill(e) for e in rule.errors),
+        rate_limit=rule.rate_limit,
+        not_found_if_newer_than_s=rule.not_found_if_newer_than_s,
+        script=tuple((k, fill(e)) for k, e in rule.script),
+        loc=rule.loc,
+        timeout_s=rule.timeout_s,
+    )
+
+
+def check_merged_probabilities(
+    doc: Document, rules: Mapping[str, FaultRule], services: Mapping[str, Sequence[str]]
+) -> None:
+    """Report every group of rules whose error probabilities add up to more than 1 once
+    merged (a single rule over 1 was reported while parsing)."""
+    groups: dict[tuple, list[str]] = {}
+    for svc, ops in services.items():
+        for op in ops:
+            merged = merged_rule(rules, svc, op)
+            if sum(e.p for e in merged.errors) <= 1 + 1e-9:
+                continue
+            sources = tuple((e.kind, e.p, _source(rules, svc, op, e.kind)) for e in merged.errors)
+            if len({s[2] for s in sources}) > 1:
+                groups.setdefault(sources, []).append(f"{svc}.{op}")
+    for sources, ops in groups.items():
+        keys = list(dict.fromkeys(s[2] for s in sources))
+        where = rules[_most_specific(keys)].loc
+        total = sum(s[1] for s in sources)
+        parts = " + ".join(f"{kind} {p:g} ({key})" for kind, p, key in sources)
+        doc.problem(
+            (where.line, where.col) if where else (1, 1),
+            f"error probabilities for {', '.join(ops)} add up to {_num(total)} after merging "
+            f"{' and '.join(keys)}: {parts}; expected at most 1 in total; lower some of them",
+        )
+
+
+def _source(rules: Mapping[str, FaultRule], svc: str, op: str, kind: str) -> str:
+    for key in (f"{svc}.{op}", f"{svc}.*", "default"):
+        rule = rules.get(key)
+        if rule is not None and any(e.kind == kind for e in rule.errors):
+            return key
+    return "default"
+
+
+def _most_specific(keys: list[str]) -> str:
+    return max(keys, key=lambda k: 0 if k == "default" else 1 if k.endswith(".*") else 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers for messages
+# ---------------------------------------------------------------------------------------------
+
+
+def _num(x: float) -> str:
+    return f"{round(x, 6):g}"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if value is None:
+        return "nothing"
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    return _show(value)
