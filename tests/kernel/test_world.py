@@ -248,3 +248,17 @@ def test_acall_without_an_event_loop(world):
     with pytest.raises(StopIteration) as stop:
         coro.send(None)
     assert stop.value.value.ok
+
+
+def test_state_at_an_earlier_virtual_time(world):
+    world.orders.update("1", status="shipped")
+    world.clock.advance(60)
+    world.orders.update("1", status="refunded")
+    world.clock.advance(60)
+    world.orders.delete("2")
+    at = world._state_at
+    assert at(T0).tables["order"]["1"]["status"] == "shipped"
+    assert at(T0 + timedelta(seconds=59)).tables["order"]["1"]["status"] == "shipped"
+    assert at(T0 + timedelta(seconds=60)).tables["order"]["1"]["status"] == "refunded"
+    assert "2" in at(T0 + timedelta(seconds=119)).tables["order"]
+    assert at(world.clock.now()) is world._state
