@@ -350,3 +350,75 @@ def test_wholly_different_long_logs_do_not_align_quadratically():
     assert time.perf_counter() - start < 10
     assert d.first_divergence.index_a == 1
     assert len(d.lines) == 51
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: two real worlds
+# ---------------------------------------------------------------------------------------------
+
+SHOP = """\
+name: shop
+seed: 3
+services:
+  orders:
+    records:
+      order: { status: "enum[placed, delivered, returned]", total: float }
+    seed:
+      order:
+        rows:
+          - { id: "1", status: delivered, total: 30.0 }
+    operations:
+      get_order: { kind: get, record: order }
+      update_order: { kind: update, record: order }
+  payments:
+    records:
+      refund: { order_id: str, amount: float }
+    operations:
+      issue_refund: { kind: create, record: refund }
+"""
+
+
+def run_agent(world, refunds: int) -> None:
+    order = world.call("get_order", {"id": "1"}).value
+    for _ in range(refunds):
+        world.call("issue_refund", {"order_id": "1", "amount": order["total"]})
+    world.call("update_order", {"id": "1", "status": "returned"})
+
+
+def test_two_real_worlds_one_refund_vs_two(tmp_path):
+    import faultbench
+
+    path = tmp_path / "shop.yaml"
+    path.write_text(SHOP)
+    once = faultbench.load_world(path)
+    twice = faultbench.load_world(path)
+    before = twice.snapshot()
+    run_agent(once, 1)
+    run_agent(twice, 2)
+
+    # state: the extra refund, nothing else
+    assert str(twice.diff(once)) == '+ refund 2 {order_id: "1", amount: 30.0}'
+    assert str(twice.diff(before)) == "\n".join(
+        [
+            '~ order 1 status: "delivered" -> "returned"',
+            '+ refund 1 {order_id: "1", amount: 30.0}',
+            '+ refund 2 {order_id: "1", amount: 30.0}',
+        ]
+    )
+    assert not once.diff(once)
+
+    # log: the runs part at the second issue_refund, and meet again at update_order
+    d = faultbench.diff_events(once.events, twice.events)
+    assert d
+    assert isinstance(d.first_divergence.b, CallStarted)
+    assert d.first_divergence.b.tool == "issue_refund"
+    assert isinstance(d.first_divergence.a, CallStarted)
+    assert d.first_divergence.a.tool == "update_order"
+    plus = [line for line in d.lines if line.startswith(("+", "-"))]
+    assert plus == [
+        '+ CallStarted issue_refund {order_id: "1", amount: 30.0}',
+        '+ RecordCreated refund 2 {order_id: "1", amount: 30.0}',
+        '+ CallSucceeded issue_refund -> {id: "2", order_id: "1", amount: 30.0}',
+    ]
+    assert (d.removed, d.added) == (0, 3)
+    assert not faultbench.diff_events(once.events, faultbench.replay(path, once.events).events)

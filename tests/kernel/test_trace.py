@@ -310,3 +310,82 @@ def test_long_logs_are_read_once_when_followed():
     assert trace._index is index
     assert trace.count("get_order") == 20_000
     assert len(index.events) == len(log.events)
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: a real world's trace is what its calls returned
+# ---------------------------------------------------------------------------------------------
+
+SHOP = """\
+name: shop
+services:
+  orders:
+    records:
+      order: { status: "enum[placed, delivered, returned]", total: float }
+    seed:
+      order:
+        rows:
+          - { id: "1", status: delivered, total: 30.0 }
+    operations:
+      get_order: { kind: get, record: order }
+      list_orders: { kind: list, record: order, filter: [status] }
+  payments:
+    records:
+      refund: { order_id: str, amount: float }
+    operations:
+      issue_refund: { kind: create, record: refund }
+"""
+
+
+@pytest.fixture
+def shop(tmp_path):
+    path = tmp_path / "shop.yaml"
+    path.write_text(SHOP)
+    return path
+
+
+def test_world_trace_equals_the_results_of_its_calls(shop):
+    import faultbench
+
+    world = faultbench.load_world(shop)
+    results = [
+        world.call("get_order", {"id": "1"}),
+        world.call("get_order", {"id": "42"}),
+        world.call("issue_refund", {"order_id": "1", "amount": "lots"}),
+        world.call("issue_refund", {"order_id": "1", "amount": 30.0}),
+        world.call("list_orders", {"status": "delivered"}),
+        world.call("refund_everything", {}),
+    ]
+    trace = world.trace
+    assert trace.calls == results
+    assert trace.summary() == (
+        "get_order → get_order!not_found → issue_refund!invalid_arguments → issue_refund"
+        " → list_orders → refund_everything!unknown_tool"
+    )
+    assert trace.count(ok=False) == 3
+    assert trace.count("issue_refund", ok=True) == 1
+    # the same trace from the log alone, live or replayed
+    assert Trace(world.events).calls == results
+    replayed = faultbench.replay(shop, decode_events(encode_events(world.events)))
+    assert [c.ok for c in replayed.trace.calls] == [c.ok for c in results]
+    assert replayed.trace.summary() == trace.summary()
+
+
+def test_world_trace_after_restore_and_fork(shop):
+    import faultbench
+
+    world = faultbench.load_world(shop)
+    world.call("get_order", {"id": "1"})
+    snap = world.snapshot()
+    world.call("issue_refund", {"order_id": "1", "amount": 30.0})
+    before = world.trace
+    assert before.summary() == "get_order → issue_refund"
+    world.restore(snap)
+    assert world.trace.summary() == "get_order"
+    world.call("get_order", {"id": "2"})
+    assert world.trace.summary() == "get_order → get_order!not_found"
+    assert before.summary() == "get_order → issue_refund"  # an old trace never changes
+    fork = world.fork(snap)
+    fork.call("list_orders", {})
+    assert fork.trace.summary() == "get_order → list_orders"
+    assert world.trace.summary() == "get_order → get_order!not_found"
