@@ -26,7 +26,8 @@ from faultbench.kernel._spec import WORLD_ATTRIBUTES
 def test_log_starts_with_world_created_then_seed_rows(world, spec):
     ev = world.events
     assert isinstance(ev[0], WorldCreated)
-    assert (ev[0].world, ev[0].seed, ev[0].run, ev[0].digest) == ("shop", 7, 0, "d1")
+    assert (ev[0].world, ev[0].seed, ev[0].run, ev[0].digest) == ("shop", 7, 0, spec.digest)
+    assert ev[0].path == spec.path
     assert ev[0].at == T0
     seeds = ev[1:]
     assert all(isinstance(e, RecordCreated) and e.call_id is None for e in seeds)
