@@ -195,3 +195,23 @@ def test_replay_invariant_on_random_call_sequences(steps):
     assert live.state_hash() == world.state_hash()
     assert decoded.state_hash() == world.state_hash()
     assert decoded.to_dict() == world.to_dict()
+
+
+def test_replay_of_the_example_shop_from_its_path(tmp_path):
+    from pathlib import Path
+
+    from faultbench.kernel import load_world
+
+    path = Path(__file__).parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
+    world = load_world(path, faults=False)
+    world.call("list_orders", {"status": "delivered"})
+    delivered = world.orders.pick(status="delivered")
+    if delivered is not None:
+        world.call("create_return", {"order_id": delivered.id, "reason": "damaged"})
+        world.call("issue_refund", {"order_id": delivered.id, "amount": 1.0})
+    world.call("cancel_order", {"order_id": "1"})
+    log = tmp_path / "shop.jsonl"
+    log.write_bytes(encode_events(world.events))
+    rebuilt = replay(path, log)
+    assert rebuilt.state_hash() == world.state_hash()
+    assert rebuilt.to_dict() == world.to_dict()

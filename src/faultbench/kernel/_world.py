@@ -218,16 +218,15 @@ class World:
         return await _call.arun_call(self, tool, args)
 
     def set_faults(self, rules: Any) -> None:
-        """Replace the fault rules at run time (a `faults:` block as YAML text or objects)."""
-        setter = getattr(self._plan, "set_rules", None)
-        if setter is None:
-            raise NotImplementedError("this build of faultbench has no fault plan")
-        setter(rules)
+        """Replace the fault rules at run time: a `faults:` block as YAML text or plain
+        objects (validated like the world file's; raises WorldFileError), or a mapping of
+        key -> FaultRule. Call numbering (`k`) carries on. See docs/FAULTS.md."""
+        self._plan = _call.make_plan(self, rules=rules)
 
     @property
-    def fault_rules(self) -> Any:
-        """The fault rules in force (key -> FaultRule)."""
-        return getattr(self._plan, "rules", self._spec.faults)
+    def fault_rules(self) -> dict[str, Any]:
+        """The fault rules in force, as written: key -> FaultRule."""
+        return dict(self._plan.rules)
 
     # --- the log -----------------------------------------------------------------------------
 
@@ -340,14 +339,8 @@ class World:
 
 
 def _seed_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]:
-    try:
-        from ._seed import generate_rows
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}._seed":
-            raise
-        # TODO(kernel): drop this fallback once the loader's `_seed.generate_rows` lands;
-        # until then only explicit seed rows exist.
-        return {p.record: [dict(r) for r in p.rows] for p in spec.seed_plans}
+    from ._seed import generate_rows  # lazily: only worlds being created need it
+
     return generate_rows(spec, seed)
 
 
