@@ -128,6 +128,8 @@ def recorded_hash(events: list[Event]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import msgspec
+
     from faultbench.kernel._errors import FaultbenchError, ReplayError, WorldFileError
 
     def warn(message: str) -> None:
@@ -152,16 +154,20 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
     got = world.state_hash()
-    tables = {t: table for t, table in world.to_dict().items() if not args.table or t in args.table}
     if args.table:
         unknown = [t for t in args.table if t not in world.tables]
         if unknown:
             print(
-                f"faultbench replay: no table {unknown[0]!r}. Expected one of:"
-                f" {', '.join(world.tables)}.",
+                f"faultbench replay: Expected a table name, one of: {', '.join(world.tables)}."
+                f" Instead, received: {unknown[0]!r}",
                 file=sys.stderr,
             )
             return 2
+    tables = {
+        t: [_in_field_order(row, world.spec.records.get(t)) for row in rows]
+        for t, rows in world.to_dict().items()
+        if not args.table or t in args.table
+    }
 
     checks: list[tuple[str, str]] = []
     if args.expect_hash:
@@ -179,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             "verified": bool(checks) and not mismatches,
             "tables": tables,
         }
-        print(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(msgspec.to_builtins(out), indent=2, ensure_ascii=False))
     else:
         _print_tables(tables)
         print(f"replayed {len(events)} events from {args.events} against {path}")
@@ -194,6 +200,15 @@ def run(args: argparse.Namespace) -> int:
     if not mismatches and checks and not args.json:
         print("hash verified: " + ", ".join(src for src, _ in checks))
     return 1 if mismatches else 0
+
+
+def _in_field_order(row: dict, record) -> dict:
+    # A log read back from JSON Lines has its keys sorted (deterministic bytes); show records
+    # the way the world file declares them.
+    if record is None:
+        return row
+    names = [f.name for f in record.fields]
+    return {**{k: row[k] for k in names if k in row}, **row}
 
 
 def _print_tables(tables: dict) -> None:
