@@ -1,0 +1,178 @@
+"""`faultbench check WORLD`: validate a world file and summarize it.
+
+Exit 0 with a summary (services, records and their seed rows, tools and their arguments, the
+fault rule each tool sees after merging), or exit 2 with every problem, one per line, each
+starting `path:line:col:`. Only the loader runs: no World, no server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+HELP = "validate a world file and summarize its services, tools and faults"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("world", metavar="WORLD", help="the world file (YAML)")
+
+
+def load_or_report(path: str):
+    """The WorldSpec of `path`, or None after printing why it cannot be loaded."""
+    from faultbench.kernel._errors import WorldFileError
+    from faultbench.kernel._loader import load_spec
+
+    try:
+        return load_spec(path)
+    except WorldFileError as exc:
+        for err in exc.errors:
+            print(err, file=sys.stderr)
+    except FileNotFoundError:
+        print(f"{path}: no such file", file=sys.stderr)
+    except IsADirectoryError:
+        print(f"{path}: is a directory; expected a world file (YAML)", file=sys.stderr)
+    except OSError as exc:
+        print(f"{path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_or_report(args.world)
+    if spec is None:
+        return 2
+    from faultbench.kernel._seed import generate_rows
+
+    rows = generate_rows(spec, spec.seed)
+    sys.stdout.write("\n".join(summary(spec, rows, args.world)) + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The summary
+# ---------------------------------------------------------------------------------------------
+
+
+def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
+    from faultbench.kernel._loader import merged_rule
+    from faultbench.kernel._schema import operation_args
+
+    total_rows = sum(len(r) for r in rows.values())
+    yield f"world {spec.name} ({path})"
+    if spec.description:
+        yield f"  {spec.description}"
+    yield f"  seed {spec.seed}, clock starts {_time(spec.clock_start)}"
+    yield (
+        f"  {_n(len(spec.services), 'service')}, {_n(len(spec.records), 'record')} "
+        f"({_n(total_rows, 'seed row')}), {_n(len(spec.operations), 'tool')}, "
+        f"{_n(len(spec.faults), 'fault rule')}"
+    )
+    for service in spec.services:
+        yield ""
+        about = f": {service.description}" if service.description else ""
+        yield f"service {service.name}{about}"
+        for name in service.records:
+            record = spec.records[name]
+            accessors = ", ".join(f"world.{a}" for a in dict.fromkeys((name, record.plural)))
+            yield f"  record {name}: {_n(len(rows.get(name, ())), 'row')} ({accessors})"
+            yield from _wrap([_field(f) for f in record.fields], "      ")
+        for tool in service.operations:
+            op = spec.operations[tool]
+            args = ", ".join(
+                f"{a.name}{'' if a.required else '?'}: {_kind(a)}"
+                for a in operation_args(op, spec.records)
+            )
+            target = f" {op.record}" if op.record else ""
+            handler = f" -> {op.handler}" if op.handler else ""
+            yield f"  tool {tool}({args})  [{op.kind}{target}{handler}]"
+            if op.description:
+                yield f"      {op.description}"
+            yield f"      faults: {describe_rule(merged_rule(spec.faults, service.name, tool))}"
+    yield ""
+    yield f"OK: {path} is a valid world"
+
+
+def describe_rule(rule: Any) -> str:
+    """One line for a merged fault rule, e.g. `latency 40-250 ms; timeout 10% (after 30s)`."""
+    parts: list[str] = []
+    lat = rule.latency
+    if lat is not None:
+        if lat.dist == "uniform":
+            parts.append(f"latency {_num(lat.lo_ms)}-{_num(lat.hi_ms)} ms")
+        elif lat.dist == "fixed":
+            parts.append(f"latency {_num(lat.lo_ms)} ms")
+        else:
+            parts.append(f"latency p50 {_num(lat.p50_ms)} ms, p99 {_num(lat.p99_ms)} ms")
+    for e in rule.errors:
+        parts.append(f"{e.kind} {_num(e.p * 100)}%{_options(e)}")
+    if rule.rate_limit is not None:
+        rl = rule.rate_limit
+        parts.append(f"rate limit {rl.calls} calls per {_secs(rl.per_seconds)}")
+    if rule.not_found_if_newer_than_s is not None:
+        parts.append(f"not_found if newer than {_secs(rule.not_found_if_newer_than_s)}")
+    if rule.script:
+        steps = ", ".join(f"call {k} {e.kind}{_options(e)}" for k, e in rule.script)
+        parts.append(f"script: {steps}")
+    return "; ".join(parts) if parts else "none"
+
+
+def _options(e: Any) -> str:
+    notes = []
+    if e.commit is not None:
+        notes.append("commits" if e.commit else "no commit")
+    if e.timeout_s is not None:
+        notes.append(f"after {_secs(e.timeout_s)}")
+    if e.retry_after_s is not None:
+        notes.append(f"retry after {_secs(e.retry_after_s)}")
+    if e.lag_s is not None:
+        notes.append(f"{_secs(e.lag_s)} behind")
+    if e.times is not None:
+        notes.append(f"{e.times} extra")
+    return f" ({', '.join(notes)})" if notes else ""
+
+
+def _field(f: Any) -> str:
+    text = f"{f.name}: {f.raw.strip() or f.kind}"
+    if f.has_default:
+        text += f" = {f.default!r}" if isinstance(f.default, str) else f" = {f.default}"
+    return text
+
+
+def _kind(arg: Any) -> str:
+    if arg.kind == "enum" and len(arg.choices) <= 4:
+        return "|".join(arg.choices)
+    return arg.kind
+
+
+def _wrap(items: list[str], indent: str, width: int = 96) -> Iterable[str]:
+    line = ""
+    for item in items:
+        piece = item if not line else f", {item}"
+        if line and len(indent) + len(line) + len(piece) > width:
+            yield indent + line + ","
+            line = item
+        else:
+            line += piece
+    if line:
+        yield indent + line
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _num(x: float) -> str:
+    return f"{round(x, 3):g}"
+
+
+def _secs(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{_num(seconds)}s"
+
+
+def _time(dt: datetime) -> str:
+    return dt.isoformat().replace("+00:00", "Z")
