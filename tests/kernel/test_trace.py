@@ -283,7 +283,7 @@ def test_to_dict_is_json_able():
 def test_str_lists_numbered_calls_with_time_offsets_and_outcomes():
     text = str(Trace(refund_twice().events))
     lines = text.splitlines()
-    assert lines[0] == "Trace: 3 calls, 1 failed from 2025-06-01T00:00:00Z"
+    assert lines[0] == "Trace: 3 calls, 1 failed (offsets from 2025-06-01T00:00:00Z)"
     assert lines[1].startswith('  1  +0.000s  get_order(id="1") -> ok {"id":"1"')
     assert lines[2].startswith('  2  +0.100s  issue_refund(order_id="1", amount=30.0) -> FAILED')
     assert "timeout [fault]: 504 Gateway Timeout" in lines[2]

@@ -339,14 +339,14 @@ class Trace:
                 label = f"{kind} [fault]" if c.fault else kind
                 tail = f"FAILED {label}: " + _clip(c.error or "", width)
             if c.latency_s:
-                tail += f" ({c.latency_s:g}s)"
+                tail += f" ({c.latency_s:.3f}".rstrip("0").rstrip(".") + "s)"
             out.append(f"{head} -> {tail}")
         return out
 
     def __str__(self) -> str:
         n, failed = self._n, self.count(ok=False)
         origin = self._index.origin
-        since = f" from {_iso(origin)}" if origin else ""
+        since = f" (offsets from {_iso(origin)})" if origin else ""
         head = f"Trace: {n} call{'' if n == 1 else 's'}, {failed} failed{since}"
         return "\n".join([head, *self.lines()])
 
