@@ -253,6 +253,9 @@ def test_one_refund_vs_two_reads_well():
         "  ClockAdvanced +0.1s to 2025-06-01T00:00:00.300000Z",
     ]
     assert (d.removed, d.added) == (1, 6)
+    assert d.distance == 7
+    # the closest of several runs: fewer events apart
+    assert diff_events(a, one_refund(run=9).events).distance == 0
 
 
 def test_equal_logs_and_logs_that_differ_only_in_positions():

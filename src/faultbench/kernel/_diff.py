@@ -357,7 +357,7 @@ _key_fields: dict[type, tuple[int, ...]] = {}
 
 #: Above this many cell comparisons, the middle of two logs is not aligned (difflib's worst
 #: case is quadratic); it is shown as all removed then all added instead.
-_ALIGN_LIMIT = 25_000_000
+_ALIGN_LIMIT = 10_000_000
 
 
 def _event_key(event: Event) -> bytes:
@@ -423,6 +423,11 @@ class EventDiff:
     def __bool__(self) -> bool:
         return self.first_divergence is not None
 
+    @property
+    def distance(self) -> int:
+        """Events only in a plus events only in b: how to pick the closest of several runs."""
+        return self.removed + self.added
+
     def header(self) -> str:
         d = self.first_divergence
         if d is None:
@@ -455,6 +460,7 @@ class EventDiff:
             "len_b": self.len_b,
             "removed": self.removed,
             "added": self.added,
+            "distance": self.distance,
             "lines": list(self.lines),
         }
 
