@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from conftest import T0
+from .conftest import T0
 
 from faultbench.kernel import (
     CallFailed,

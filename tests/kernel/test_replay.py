@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from conftest import make_shop_spec
+from .conftest import make_shop_spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

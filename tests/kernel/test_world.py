@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import T0
+from .conftest import T0
 
 from faultbench.kernel import (
     CallFailed,
@@ -152,7 +152,7 @@ def test_snapshot_is_unaffected_by_later_writes(world):
 
 
 def test_restore_rejects_foreign_snapshots(world, spec):
-    from conftest import make_shop_spec
+    from .conftest import make_shop_spec
 
     other = World.from_spec(make_shop_spec(digest="other"))
     with pytest.raises(ValueError, match=r"snapshot of world 'shop'"):
