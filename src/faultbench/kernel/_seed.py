@@ -36,6 +36,8 @@ def id_order(ident: str) -> tuple[int, int, str]:
 def plan_ids(plan: SeedPlan) -> list[str]:
     """Ids of a plan's rows: explicit rows first (their own id, or the next free number),
     then `count` generated rows numbered "1", "2", ... skipping ids already taken."""
+    if not plan.rows:
+        return [str(i) for i in range(1, plan.count + 1)]
     used = {str(r["id"]) for r in plan.rows if "id" in r}
     out: list[str] = []
     n = 0
@@ -92,9 +94,20 @@ def generate_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]
 # ---------------------------------------------------------------------------------------------
 
 
+class _Rng(random.Random):
+    """Mersenne Twister with one-line `choice` and `randrange` (the stdlib ones go through
+    `_randbelow`, twice the cost); both are fixed functions of `random()`, so stable."""
+
+    def choice(self, seq):  # type: ignore[override]
+        return seq[int(self.random() * len(seq))]
+
+    def randrange(self, start, stop):  # type: ignore[override]
+        return start + int(self.random() * (stop - start))
+
+
 def _rng(seed: int, record: str, field: str) -> random.Random:
     digest = hashlib.sha256(f"{seed}\x00{record}\x00{field}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
+    return _Rng(int.from_bytes(digest[:8], "big"))
 
 
 def _generator(

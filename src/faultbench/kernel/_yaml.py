@@ -19,6 +19,7 @@ without carrying a path around.
 from __future__ import annotations
 
 import re
+import typing
 from typing import Any
 
 import yaml
@@ -61,7 +62,24 @@ def _hide_type_brackets(text: str) -> tuple[str, bool]:
 # ---------------------------------------------------------------------------------------------
 
 
-class _PyComposer(Reader, Scanner, Parser, Composer, Resolver):
+class _CachedResolver(Resolver):
+    """pyyaml resolves every plain scalar by regex, in Python, even under libyaml. World files
+    repeat the same few words (`str`, `float`, `get`...), so remember the answers."""
+
+    _cache: typing.ClassVar[dict[str, str]] = {}
+
+    def resolve(self, kind, value, implicit):
+        if kind is ScalarNode and implicit[0]:
+            tag = self._cache.get(value)
+            if tag is None:
+                tag = Resolver.resolve(self, kind, value, implicit)
+                if len(self._cache) < 20_000:
+                    self._cache[value] = tag
+            return tag
+        return Resolver.resolve(self, kind, value, implicit)
+
+
+class _PyComposer(Reader, Scanner, Parser, Composer, _CachedResolver):
     def __init__(self, stream: str):
         Reader.__init__(self, stream)
         Scanner.__init__(self)
@@ -73,7 +91,7 @@ class _PyComposer(Reader, Scanner, Parser, Composer, Resolver):
 try:
     from yaml._yaml import CParser
 
-    class _CComposer(CParser, Resolver):
+    class _CComposer(CParser, _CachedResolver):
         def __init__(self, stream: str):
             CParser.__init__(self, stream)
             Resolver.__init__(self)
