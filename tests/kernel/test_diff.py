@@ -254,6 +254,8 @@ def test_one_refund_vs_two_reads_well():
     ]
     assert (d.removed, d.added) == (1, 6)
     assert d.distance == 7
+    assert d.settings == "a: run=0 faults=on; b: run=3 faults=on"
+    assert not diff_events(a, a).settings
     # the closest of several runs: fewer events apart
     assert diff_events(a, one_refund(run=9).events).distance == 0
 
@@ -425,3 +427,39 @@ def test_two_real_worlds_one_refund_vs_two(tmp_path):
     ]
     assert (d.removed, d.added) == (0, 3)
     assert not faultbench.diff_events(once.events, faultbench.replay(path, once.events).events)
+
+
+def test_two_real_worlds_a_timeout_then_a_retry(tmp_path):
+    import faultbench
+
+    path = tmp_path / "shop.yaml"
+    path.write_text(SHOP + "faults:\n  payments.issue_refund: { script: { 1: timeout } }\n")
+
+    def retrying_agent(world) -> None:
+        order = world.call("get_order", {"id": "1"}).value
+        for _ in range(3):
+            if world.call("issue_refund", {"order_id": "1", "amount": order["total"]}).ok:
+                break
+        world.call("update_order", {"id": "1", "status": "returned"})
+
+    passing = faultbench.load_world(path, faults=False)
+    failing = faultbench.load_world(path)
+    retrying_agent(passing)
+    retrying_agent(failing)
+    assert failing.trace.summary() == (
+        "get_order → issue_refund!timeout → issue_refund → update_order"
+    )
+    assert str(failing.diff(passing)) == '+ refund 2 {order_id: "1", amount: 30.0}'
+
+    d = faultbench.diff_events(passing.events, failing.events)
+    first = d.first_divergence
+    assert isinstance(first.b, FaultInjected)
+    assert (first.b.tool, first.b.kind) == ("issue_refund", "timeout")
+    assert d.settings == "a: run=0 faults=off; b: run=0 faults=on"
+    text = str(d)
+    assert "\n  settings: a: run=0 faults=off; b: run=0 faults=on\n" in text
+    assert "\n+ FaultInjected issue_refund timeout" in text
+    assert '\n+ RecordCreated refund 2 {order_id: "1", amount: 30.0}' in text
+    assert "\n+ CallFailed issue_refund timeout: 504 Gateway Timeout" in text
+    # the runs meet again at update_order, 30 virtual seconds apart
+    assert '\n  CallStarted update_order {id: "1", status: "returned"}' in text

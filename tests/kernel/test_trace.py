@@ -389,3 +389,68 @@ def test_world_trace_after_restore_and_fork(shop):
     fork.call("list_orders", {})
     assert fork.trace.summary() == "get_order → list_orders"
     assert world.trace.summary() == "get_order → get_order!not_found"
+
+
+FAULTY = (
+    SHOP
+    + """\
+faults:
+  default: { latency_ms: [10, 500] }
+  orders.get_order: { script: { 2: malformed_json, 3: http_429 } }
+  orders.list_orders: { script: { 1: stale_read, 2: empty_result } }
+  payments.issue_refund: { script: { 1: timeout, 2: duplicate } }
+"""
+)
+
+
+def test_trace_of_faulty_calls_equals_what_the_agent_saw(tmp_path):
+    import faultbench
+
+    path = tmp_path / "faulty.yaml"
+    path.write_text(FAULTY)
+    world = faultbench.load_world(path)
+    calls = [
+        ("get_order", {"id": "1"}),
+        ("issue_refund", {"order_id": "1", "amount": 30.0}),
+        ("get_order", {"id": "1"}),
+        ("list_orders", {}),
+        ("get_order", {"id": "1"}),
+        ("issue_refund", {"order_id": "1", "amount": 30.0}),
+        ("list_orders", {}),
+    ]
+    results = [world.call(tool, args) for tool, args in calls]
+    trace = world.trace
+    assert trace.calls == results  # texts included: the broken JSON, the 429 message...
+    assert trace.summary() == (
+        "get_order → issue_refund!timeout → get_order!malformed_json → list_orders!stale_read"
+        " → get_order!http_429 → issue_refund!duplicate → list_orders!empty_result"
+    )
+    assert trace.count(ok=False) == 2
+    assert [f.kind for f in trace.faults("issue_refund")] == ["timeout", "duplicate"]
+    assert trace[1].latency_s >= 30
+    assert "  2  +0.0" in str(trace)
+
+
+def test_trace_of_concurrent_calls_equals_their_results(tmp_path):
+    trio = pytest.importorskip("trio")
+    import faultbench
+
+    path = tmp_path / "faulty.yaml"
+    path.write_text(FAULTY)
+    world = faultbench.load_world(path)
+    results: list[CallResult] = []
+
+    async def main() -> None:
+        async def one(tool: str, args: dict[str, Any]) -> None:
+            results.append(await world.acall(tool, args))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "get_order", {"id": "1"})
+            nursery.start_soon(one, "issue_refund", {"order_id": "1", "amount": 30.0})
+            nursery.start_soon(one, "list_orders", {})
+
+    trio.run(main)
+    trace = world.trace
+    # in the log the calls interleave; the trace lists each whole call, in start order
+    assert sorted(results, key=lambda r: int(r.call_id[1:])) == trace.calls
+    assert len({c.started_at for c in trace}) == 1

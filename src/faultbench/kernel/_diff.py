@@ -130,8 +130,12 @@ def format_event(event: Event, limit: int = 160) -> str:
         text = f"{name} {event.tool} {event.kind}: {event.message}"
     elif isinstance(event, WorldCreated):
         text = f"{name} {event.world} seed={event.seed} run={event.run}"
+        if not event.faults:
+            text += " faults=off"
     elif isinstance(event, WorldForked):
-        text = f"{name} at seq {event.parent_seq} run={event.run} faults={event.faults}"
+        text = f"{name} at seq {event.parent_seq} run={event.run}"
+        if not event.faults:
+            text += " faults=off"
     else:  # an event type added later: still readable
         fields = {f: getattr(event, f) for f in event.__struct_fields__ if f not in ("seq", "at")}
         text = f"{name} {_fmt(fields)}"
@@ -149,6 +153,8 @@ _CHUNK = re.compile(r"(\d+)")
 
 def natural_key(s: str) -> tuple:
     """Sort key that orders digit runs by value: "2" < "10", "ord-9" < "ord-10"."""
+    if s.isdigit():  # the common case: automatic ids
+        return (((0, int(s), ""),), s)
     parts = _CHUNK.split(s)
     # (kind, number, text) triples keep the comparison type-safe; the raw string breaks ties
     # between "01" and "1".
@@ -308,11 +314,12 @@ def diff_tables(
         tb = b.get(table, empty)
         if ta is tb:
             continue
-        for rid in sorted(set(ta) | set(tb), key=natural_key):
+        # Find the differing ids first and sort only those: most records are shared or equal.
+        differing = [rid for rid, ra in ta.items() if tb.get(rid) is not ra]
+        differing += [rid for rid in tb if rid not in ta]
+        for rid in sorted(differing, key=natural_key):
             ra = ta.get(rid)
             rb = tb.get(rid)
-            if ra is rb:
-                continue
             if ra is None:
                 entries.append(RecordAdded(table, rid, {k: rb[k] for k in _field_names(rb)}))
             elif rb is None:
@@ -346,10 +353,11 @@ def diff_tables(
 
 #: Fields left out of the comparison key, per event type (plus `seq` and `at` everywhere).
 _IGNORED: dict[type, frozenset[str]] = {
-    # Runs compared in a report differ in their run index by construction; the path is where
-    # the world file sat on disk. Neither is a difference in behaviour.
-    WorldCreated: frozenset({"run", "path"}),
-    WorldForked: frozenset({"parent_seq", "run"}),
+    # Runs compared in a report differ in their run index by construction, and a faults-off
+    # reference run is a natural baseline; the path is where the world file sat on disk. These
+    # are settings, not behaviour: `EventDiff.settings` names them when they differ.
+    WorldCreated: frozenset({"run", "path", "faults"}),
+    WorldForked: frozenset({"parent_seq", "run", "faults"}),
 }
 _ALWAYS_IGNORED = frozenset({"seq", "at", "call_id", "k"})
 _key_encoder = msgspec.json.Encoder(order="deterministic")
@@ -401,7 +409,7 @@ class EventDiff:
         + RecordCreated refund 2 {order_id: "1", amount: 30.0}
     """
 
-    __slots__ = ("added", "first_divergence", "len_a", "len_b", "lines", "removed")
+    __slots__ = ("added", "first_divergence", "len_a", "len_b", "lines", "removed", "settings")
 
     def __init__(
         self,
@@ -412,6 +420,7 @@ class EventDiff:
         len_b: int,
         removed: int = 0,
         added: int = 0,
+        settings: str = "",
     ):
         self.first_divergence = first_divergence
         self.lines = lines
@@ -419,6 +428,8 @@ class EventDiff:
         self.len_b = len_b
         self.removed = removed  # events only in a
         self.added = added  # events only in b
+        #: how the two logs' settings differ (run index, faults on/off), "" when they do not
+        self.settings = settings
 
     def __bool__(self) -> bool:
         return self.first_divergence is not None
@@ -443,6 +454,7 @@ class EventDiff:
             return self.header()
         first = [
             self.header(),
+            *([f"  settings: {self.settings}"] if self.settings else []),
             "  a: " + (format_event(d.a) if d.a is not None else "(end of log)"),
             "  b: " + (format_event(d.b) if d.b is not None else "(end of log)"),
         ]
@@ -461,6 +473,7 @@ class EventDiff:
             "removed": self.removed,
             "added": self.added,
             "distance": self.distance,
+            "settings": self.settings,
             "lines": list(self.lines),
         }
 
@@ -489,8 +502,9 @@ def diff_events(
     stop = min(na, nb)
     while lo < stop and (a[lo] is b[lo] or ka[lo] == kb[lo]):
         lo += 1
+    settings = _settings(a, b)
     if lo == na == nb:
-        return EventDiff(None, [], len_a=na, len_b=nb)
+        return EventDiff(None, [], len_a=na, len_b=nb, settings=settings)
     hi_a, hi_b = na, nb
     while hi_a > lo and hi_b > lo and ka[hi_a - 1] == kb[hi_b - 1]:
         hi_a -= 1
@@ -522,7 +536,27 @@ def diff_events(
     removed = sum(i2 - i1 for t, i1, i2, _, _ in ops if t in ("delete", "replace"))
     added = sum(j2 - j1 for t, _, _, j1, j2 in ops if t in ("insert", "replace"))
     lines = _render(a, b, ops, context, max_lines)
-    return EventDiff(first, lines, len_a=na, len_b=nb, removed=removed, added=added)
+    return EventDiff(
+        first, lines, len_a=na, len_b=nb, removed=removed, added=added, settings=settings
+    )
+
+
+def _settings(a: list[Event], b: list[Event]) -> str:
+    """The run settings the comparison ignores, when they differ: `a: run=0 faults=off; b: ...`."""
+    if not a or not b or type(a[0]) is not WorldCreated or type(b[0]) is not WorldCreated:
+        return ""
+    fa = [e for e in (a[0], *_forks(a)) if e is not None]
+    fb = [e for e in (b[0], *_forks(b)) if e is not None]
+    sa, sb = _setting(fa[-1]), _setting(fb[-1])
+    return "" if sa == sb else f"a: {sa}; b: {sb}"
+
+
+def _forks(events: list[Event]) -> list[Event]:
+    return [e for e in events if type(e) is WorldForked]
+
+
+def _setting(ev: Event) -> str:
+    return f"run={ev.run} faults={'on' if getattr(ev, 'faults', True) else 'off'}"
 
 
 def _render(
