@@ -158,3 +158,24 @@ def test_runs_as_a_command(recorded):
     )
     assert proc.returncode == 0, proc.stderr
     assert f"state hash: {live_hash}" in proc.stdout
+
+
+def test_a_faulty_forked_world_replays_to_its_hash(tmp_path, capsys):
+    world_file = tmp_path / "shop.yaml"
+    world_file.write_text(
+        SHOP
+        + "faults:\n"
+        + "  default: { latency_ms: [5, 80] }\n"
+        + "  payments.issue_refund: { script: { 1: timeout, 3: duplicate } }\n"
+    )
+    world = faultbench.load_world(world_file, seed=4)
+    world.call("issue_refund", {"order_id": "1", "amount": 30.0})
+    fork = world.fork(run=2)
+    for _ in range(3):
+        fork.call("issue_refund", {"order_id": "2", "amount": 12.5})
+    log = tmp_path / "fork.jsonl"
+    log.write_bytes(encode_events(fork.events))
+    assert main(["replay", str(log), "--expect-hash", fork.state_hash()]) == 0
+    out = capsys.readouterr().out
+    assert "refund (5 records)" in out  # the timeout committed one, then 3 calls, one duplicated
+    assert "hash verified" in out
