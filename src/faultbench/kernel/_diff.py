@@ -11,7 +11,6 @@ in record order, so a diff printed in CI reads the same as on a laptop.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -521,6 +520,8 @@ def diff_events(
 
     mid_a, mid_b = ka[lo:hi_a], kb[lo:hi_b]
     if len(mid_a) * len(mid_b) <= _ALIGN_LIMIT:
+        import difflib  # only when logs differ: keeps `import faultbench` light
+
         matcher = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False)
         ops = [
             (t, i1 + lo, i2 + lo, j1 + lo, j2 + lo) for t, i1, i2, j1, j2 in matcher.get_opcodes()
