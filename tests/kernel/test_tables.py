@@ -123,6 +123,13 @@ def test_update_changes_only_given_fields_and_logs_old_values(world):
     assert len(world.events) == n + 1
 
 
+def test_update_takes_the_id_by_position_or_keyword(world):
+    assert world.orders.update(id="1", status="shipped").status == "shipped"
+    assert world.orders.update(2, status="shipped").id == "2"
+    with pytest.raises(TypeError, match=r"order.update\(\) needs the record id"):
+        world.orders.update(status="shipped")
+
+
 def test_update_errors(world):
     with pytest.raises(RecordNotFound, match=r"order '9' not found"):
         world.orders.update("9", status="shipped")

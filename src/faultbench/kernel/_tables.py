@@ -287,8 +287,13 @@ class Table:
         )
         return Record(self.name, data)
 
-    def update(self, id: str | int, /, **fields: Any) -> Record:
-        """Change some fields of an existing record; returns the record as it now is."""
+    def update(self, id: str | int | None = None, /, **fields: Any) -> Record:
+        """Change some fields of an existing record; returns the record as it now is.
+        `update("1", status="shipped")` and `update(id="1", status="shipped")` both work."""
+        if id is None:
+            id = fields.pop("id", None)
+            if id is None:
+                raise TypeError(f"{self.name}.update() needs the record id: update(id, **fields)")
         store = self._store
         state = store._state
         rid = _as_id(id)
