@@ -131,3 +131,18 @@ def test_merged_rule_script_and_scalars_most_specific_wins():
     assert other.rate_limit is None
     assert other.errors == ()
     assert merged_rule({}, "s", "op") == FaultRule()
+
+
+def test_misspelled_rate_limit_and_latency_keys(spec):
+    with pytest.raises(WorldFileError) as err:
+        parse_faults(
+            "default: {rate_limit: {calls: 5, per_second: 60}}\n"
+            "orders.*: {latency_ms: {p50: 5, p90: 9}}\n",
+            spec,
+            source="f.yaml",
+        )
+    assert str(err.value).splitlines() == [
+        "f.yaml:1:34: unknown key 'per_second' in rate_limit; expected calls and per_seconds; "
+        "did you mean 'per_seconds'?",
+        "f.yaml:2:33: unknown key 'p90' in latency_ms; expected p50 and p99; did you mean 'p99'?",
+    ]

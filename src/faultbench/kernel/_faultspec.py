@@ -204,6 +204,8 @@ class _RuleParser:
                 body, key, f"latency_ms [{value[0]}, {value[1]}] has lo > hi; expected [lo, hi]"
             )
             return None
+        if self.unknown_options(value, ("p50", "p99"), "latency_ms"):
+            return None
         if isinstance(value, dict) and set(value) == {"p50", "p99"}:
             p50, p99 = value["p50"], value["p99"]
             if _is_number(p50) and _is_number(p99) and 0 < p50 <= p99:
@@ -304,7 +306,22 @@ class _RuleParser:
             return None
         return ErrorRule(kind, options.pop("p", 1.0), **options)
 
+    def unknown_options(self, value: Any, allowed: tuple[str, ...], what: str) -> bool:
+        """Report keys of `value` not in `allowed`; True if there were any."""
+        if not isinstance(value, dict):
+            return False
+        extra = [k for k in value if k not in allowed]
+        for k in extra:
+            self.key_problem(
+                value, k,
+                f"unknown key '{k}' in {what}; expected {' and '.join(allowed)}"
+                f"{did_you_mean(k, allowed)}",
+            )  # fmt: skip
+        return bool(extra)
+
     def rate_limit(self, body: dict, key: str, value: Any) -> RateLimit | None:
+        if self.unknown_options(value, ("calls", "per_seconds"), "rate_limit"):
+            return None
         if isinstance(value, dict) and set(value) == {"calls", "per_seconds"}:
             calls, per = value["calls"], value["per_seconds"]
             if not (isinstance(calls, int) and not isinstance(calls, bool) and calls >= 1):
