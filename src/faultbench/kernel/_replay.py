@@ -9,6 +9,7 @@ world's.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -142,6 +143,22 @@ def replay(
     coerce = _Coercer(spec)
     state = world._state
     items = world._seg.items
+    # The fold allocates one state per event and no reference cycles; pausing the cyclic
+    # GC meanwhile saves its repeated full scans of a growing heap (~25% on 100k events).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _fold(world, log, coerce, state, items)
+    finally:
+        if was_enabled:
+            gc.enable()
+    from ._call import make_plan
+
+    world._plan = make_plan(world)
+    return world
+
+
+def _fold(world: World, log: list[Event], coerce: _Coercer, state: Any, items: list) -> None:
     for i, ev in enumerate(log):
         if ev.seq != i:
             raise ReplayError(
@@ -159,7 +176,3 @@ def replay(
             world._faults = ev.faults
             world._forked = True
     world._state = state
-    from ._call import make_plan
-
-    world._plan = make_plan(world)
-    return world
