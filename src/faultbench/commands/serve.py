@@ -39,7 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run", type=int, default=0, help="run index: picks the fault draws (default: 0)"
     )
     parser.add_argument(
-        "--no-faults", action="store_true", help="ignore the world file's faults: block"
+        "--no-faults",
+        action="store_true",
+        help="start without the world file's faults: block (rules can still be set at run "
+        "time with PUT /faultbench/faults)",
     )
     parser.add_argument(
         "--events",
@@ -90,9 +93,10 @@ def run(args: argparse.Namespace) -> int:
     from faultbench.kernel._errors import FaultbenchError
 
     try:
-        world = faultbench.load_world(
-            args.world, seed=args.seed, run=args.run, faults=not args.no_faults
-        )
+        world = faultbench.load_world(args.world, seed=args.seed, run=args.run)
+        if args.no_faults:
+            # No rules rather than a fault-free world, so PUT /faultbench/faults still works.
+            world.set_faults({})
     except (FaultbenchError, OSError) as exc:
         print(f"faultbench serve: {exc}", file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ on the world itself.
 from __future__ import annotations
 
 import itertools
+import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from ._server import WorldServer
 
 PREFIX = "/faultbench"
+
+log = logging.getLogger("faultbench.serve")
 
 _encoder = msgspec.json.Encoder(order="deterministic")
 
@@ -123,6 +126,9 @@ class Control:
                 return _json({"error": str(exc)}, exc.status)
             except (FaultbenchError, ValueError, TypeError, LookupError) as exc:
                 return _json({"error": str(exc)}, 400)
+            except Exception as exc:
+                log.exception("control API %s %s failed", request.method, request.url.path)
+                return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
 
         return endpoint
 

@@ -1,0 +1,81 @@
+"""Helpers shared by tests/serve (import as `serve_helpers`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+WORLDS = Path(__file__).parent / "worlds"
+SHOP = WORLDS / "shop.yaml"
+
+
+def nested(depth: int) -> dict:
+    root = cur = {}
+    for _ in range(depth):
+        cur["a"] = {}
+        cur = cur["a"]
+    return root
+
+
+class ServeProcess:
+    """`faultbench serve ... --http --port 0` in a subprocess; `url` once it listens."""
+
+    def __init__(self, *args: str, env: dict | None = None):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "faultbench.cli", "serve", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+        self.stderr_lines: list[str] = []
+        deadline = time.monotonic() + 30
+        self.url = None
+        while time.monotonic() < deadline:
+            # select, so a server that hangs before printing fails the test instead of CI
+            ready, _, _ = select.select([self.proc.stderr], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            line = self.proc.stderr.readline().decode()
+            if not line:
+                break
+            self.stderr_lines.append(line)
+            found = re.search(r"(http://\S+/mcp)", line)
+            if found:
+                self.url = found.group(1)
+                break
+        if self.url is None:
+            self.kill()
+            raise AssertionError("server did not start:\n" + "".join(self.stderr_lines))
+        self.base = self.url.removesuffix("/mcp")
+        # Keep reading stderr, so a chatty server can never block on a full pipe.
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            for line in self.proc.stderr:
+                self.stderr_lines.append(line.decode(errors="replace"))
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 10) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()

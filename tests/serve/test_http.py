@@ -1,0 +1,350 @@
+"""`faultbench serve --http` as a real process on a free port: MCP over streamable HTTP with
+the official client, the control API, --isolate, --events after SIGKILL, token and Host
+checks."""
+
+from __future__ import annotations
+
+import json
+import signal
+from contextlib import asynccontextmanager
+from functools import partial
+from types import SimpleNamespace
+
+import anyio
+import httpx2
+import mcp
+import pytest
+import trio
+from mcp.client.streamable_http import streamable_http_client
+
+import faultbench
+from faultbench.kernel import decode_events
+from faultbench.serve import build_server
+from faultbench.serve._http import build_app, serve_http
+
+from .serve_helpers import SHOP
+
+pytestmark = pytest.mark.anyio
+
+JSONRPC_HEADERS = {"accept": "application/json, text/event-stream"}
+
+
+@asynccontextmanager
+async def running(world, **kw):
+    """`world` served over HTTP by Hypercorn on a free port, in this (trio) process."""
+    server = build_server(world, **kw)
+    app = build_app(server)
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(partial(serve_http, app, port=0, shutdown=stop.wait))
+        try:
+            yield SimpleNamespace(url=url, base=url.removesuffix("/mcp"), server=server)
+        finally:
+            stop.set()
+
+
+def rule_free_shop():
+    """What `faultbench serve --no-faults` serves: no rules, but PUT faults can add some."""
+    world = faultbench.load_world(SHOP)
+    world.set_faults({})
+    return world
+
+
+@pytest.fixture
+def anyio_backend():
+    # The servers run in their own processes; one client event loop is enough here.
+    return "trio"
+
+
+async def control(base: str, method: str, path: str, **kw) -> httpx2.Response:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        return await http.request(method, f"{base}/faultbench/{path}", **kw)
+
+
+async def raw_session(http: httpx2.AsyncClient, url: str) -> dict:
+    """A 2025-11-25 session opened by hand, for payloads the official client cannot send."""
+    init = await http.post(
+        url,
+        headers=JSONRPC_HEADERS,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+    )
+    assert init.status_code == 200
+    headers = {
+        **JSONRPC_HEADERS,
+        "content-type": "application/json",
+        "mcp-session-id": init.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    await http.post(
+        url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
+    return headers
+
+
+# --- MCP over HTTP ---------------------------------------------------------------------------
+
+
+async def test_official_client_in_both_modes():
+    async with running(rule_free_shop()) as server:
+        for mode in ("auto", "legacy"):
+            async with mcp.Client(server.url, mode=mode, read_timeout_seconds=15) as client:
+                tools = (await client.list_tools()).tools
+                assert "issue_refund" in [t.name for t in tools]
+                got = await client.call_tool("get_order", {"id": "1"})
+                assert not got.is_error
+                assert got.structured_content["id"] == "1"
+                listed = await client.call_tool("list_orders", {})
+                rows = listed.structured_content
+                rows = rows["result"] if mode == "legacy" else rows
+                assert [r["id"] for r in rows] == ["1", "2", "3"]
+                bad = await client.call_tool("get_order", {"id": 1})
+                assert bad.is_error
+                assert bad.meta["error_kind"] == "invalid_arguments"
+                unknown = await client.call_tool("nope", {})
+                assert unknown.is_error
+
+
+async def test_payloads_no_client_should_send_are_refused_and_serving_goes_on():
+    async with running(rule_free_shop()) as server:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            before = (await control(server.base, "GET", "state")).json()["tables"]
+            headers = await raw_session(http, server.url)
+
+            def call(i: int, arguments: str) -> str:
+                return (
+                    f'{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":'
+                    f'{{"name":"create_order","arguments":{arguments}}}}}'
+                )
+
+            deep = '{"a":' * 2000 + "{}" + "}" * 2000
+            answer = await http.post(
+                server.url,
+                headers=headers,
+                content=call(2, f'{{"status":"placed","total":1,"note":{deep}}}'),
+            )
+            # The SDK's JSON parser refuses it before any tool runs: a JSON-RPC parse error.
+            assert answer.json()["error"]["code"] == -32700
+            big = json.dumps({"status": "placed", "total": 1, "note": {"x": "y" * 1_000_000}})
+            answer = await http.post(server.url, headers=headers, content=call(3, big))
+            result = answer.json()["result"]
+            assert result["isError"] is True
+            assert len(result["content"][0]["text"]) < 2_000
+            answer = await http.post(server.url, headers=headers, content=call(4, "[1, 2]"))
+            assert answer.json()["error"]["code"] == -32602  # arguments must be an object
+            answer = await http.post(server.url, headers=headers, content=b"\xff not json")
+            assert answer.json()["error"]["code"] == -32700
+            over_limit = await http.post(server.url, headers=headers, content=b" " * (5 << 20))
+            assert over_limit.status_code == 413
+            ok = await http.post(
+                server.url,
+                headers=headers,
+                content='{"jsonrpc":"2.0","id":5,"method":"tools/call","params":'
+                '{"name":"get_order","arguments":{"id":"1"}}}',
+            )
+            assert ok.json()["result"]["isError"] is False
+            after = (await control(server.base, "GET", "state")).json()["tables"]
+        assert after == before
+
+
+# --- control API -----------------------------------------------------------------------------
+
+
+async def test_control_api():
+    async with running(rule_free_shop()) as server:
+        base = server.base
+        index = (await control(base, "GET", "")).json()
+        assert index["world"] == "shop"
+        assert "get_order" in index["tools"]
+        seeded = (await control(base, "GET", "state")).json()
+        assert [r["id"] for r in seeded["tables"]["order"]] == ["1", "2", "3"]
+        assert seeded["now"] == "2025-01-01T00:00:00Z"
+
+        async with mcp.Client(server.url, read_timeout_seconds=15) as client:
+            created = await client.call_tool("create_order", {"status": "placed", "total": 9.5})
+            new_id = created.structured_content["id"]
+
+            state = (await control(base, "GET", "state")).json()
+            assert state["hash"] != seeded["hash"]
+            assert state["tables"]["order"][-1] == {
+                "id": new_id,
+                "status": "placed",
+                "total": 9.5,
+                "note": None,
+            }
+            events = decode_events(
+                (await control(base, "GET", f"events?since={seeded['seq'] + 1}")).content
+            )
+            assert events[0].seq == seeded["seq"] + 1
+            assert [type(e).__name__ for e in events] == [
+                "CallStarted",
+                "RecordCreated",
+                "CallSucceeded",
+            ]
+            trace = (await control(base, "GET", "trace")).json()
+            assert trace["summary"] == "create_order"
+            assert (await control(base, "GET", "events?since=x")).status_code == 400
+
+            # fork / restore
+            snap = (await control(base, "POST", "fork")).json()
+            await client.call_tool("delete_order", {"id": new_id})
+            assert (await control(base, "GET", "state")).json()["hash"] != state["hash"]
+            restored = await control(base, "POST", "restore", json={"snapshot": snap["snapshot"]})
+            assert restored.status_code == 200
+            assert restored.json()["hash"] == snap["hash"]
+            got = await client.call_tool("get_order", {"id": new_id})
+            assert not got.is_error
+            missing = await control(base, "POST", "restore", json={"snapshot": "s999"})
+            assert missing.status_code == 404
+            assert "s999" in missing.json()["error"]
+
+            # clock
+            moved = await control(base, "POST", "clock", json={"advance": 90})
+            assert moved.json()["now"] == "2025-01-01T00:01:30Z"
+            moved = await control(base, "POST", "clock", json={"set": "2025-02-01T00:00:00Z"})
+            assert moved.json()["now"] == "2025-02-01T00:00:00Z"
+            assert (await control(base, "GET", "clock")).json()["now"] == "2025-02-01T00:00:00Z"
+            bad = await control(base, "POST", "clock", json={"rewind": 1})
+            assert bad.status_code == 400
+            assert bad.json()["error"].startswith('Expected {"advance": SECONDS}')
+
+            # faults at run time: YAML, then JSON
+            put = await control(
+                base,
+                "PUT",
+                "faults",
+                content="orders.get_order: { errors: { http_503: 1.0 } }",
+                headers={"content-type": "application/yaml"},
+            )
+            assert put.status_code == 200, put.text
+            assert "orders.get_order" in put.json()["faults"]
+            broken = await client.call_tool("get_order", {"id": "1"})
+            assert broken.is_error
+            assert broken.content[0].text.startswith("503 Service Unavailable")
+            put = await control(base, "PUT", "faults", json={})
+            assert put.json()["faults"] == {}
+            wrong = await control(
+                base, "PUT", "faults", json={"orders.nope": {"latency_ms": [1, 2]}}
+            )
+            assert wrong.status_code == 400
+
+            # reset
+            reset = await control(base, "POST", "reset")
+            assert reset.json()["hash"] == seeded["hash"]
+            assert (await client.call_tool("get_order", {"id": new_id})).is_error
+
+        sessions = (await control(base, "GET", "sessions")).json()
+        assert sessions == {"isolate": False, "sessions": []}
+        assert (await control(base, "GET", "state?session=abc")).status_code == 400
+
+
+# --- --isolate -------------------------------------------------------------------------------
+
+
+async def test_isolated_sessions_never_see_each_others_writes():
+    async with running(rule_free_shop(), isolate=True) as server:
+        seen: dict[float, list] = {}
+
+        async def agent(total: float) -> None:
+            async with mcp.Client(server.url, read_timeout_seconds=15) as client:
+                for _ in range(5):
+                    created = await client.call_tool(
+                        "create_order", {"status": "placed", "total": total}
+                    )
+                    assert not created.is_error
+                    await anyio.sleep(0)
+                listed = await client.call_tool("list_orders", {})
+                # --isolate needs sessions, so the client fell back to 2025-11-25: lists come
+                # wrapped in an object there.
+                assert client.protocol_version == "2025-11-25"
+                rows = listed.structured_content["result"]
+                seen[total] = [r for r in rows if int(r["id"]) > 3]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent, 1.0)
+            tg.start_soon(agent, 2.0)
+        # Each session created ids 4..8 in its own world and sees only its own orders.
+        for total, rows in seen.items():
+            assert [r["id"] for r in rows] == ["4", "5", "6", "7", "8"]
+            assert {r["total"] for r in rows} == {total}
+
+        sessions = (await control(server.base, "GET", "sessions")).json()["sessions"]
+        assert len(sessions) == 2
+        totals = set()
+        for session in sessions:
+            tables = (await control(server.base, "GET", f"state?session={session}")).json()[
+                "tables"
+            ]
+            totals |= {r["total"] for r in tables["order"][3:]}
+            assert len(tables["order"]) == 8
+        assert totals == {1.0, 2.0}
+        shared = (await control(server.base, "GET", "state")).json()["tables"]
+        assert len(shared["order"]) == 3  # the template new sessions fork from
+
+
+# --- --events survives SIGKILL -------------------------------------------------------------------
+
+
+async def test_events_file_replays_to_the_hash_reported_before_sigkill(serve_http, tmp_path):
+    events_file = tmp_path / "events.jsonl"
+    server = serve_http(str(SHOP), "--events", str(events_file), "--seed", "11", "--run", "2")
+    async with mcp.Client(server.url, read_timeout_seconds=15) as client:
+        for i in range(12):  # runs through issue_refund's scripted faults
+            await client.call_tool("issue_refund", {"order_id": "1", "amount": float(i)})
+        await client.call_tool("update_order", {"id": "2", "status": "returned"})
+        await client.call_tool("get_order", {"id": "404"})
+        await control(server.base, "POST", "clock", json={"advance": "2h"})
+        reported = (await control(server.base, "GET", "state")).json()
+        server.stop(signal.SIGKILL)
+    events = decode_events(events_file.read_bytes())
+    assert events[-1].seq == reported["seq"]
+    replayed = faultbench.replay(SHOP, events)
+    assert replayed.state_hash() == reported["hash"]
+    assert replayed.to_dict()["refund"] == reported["tables"]["refund"]
+
+
+# --- security --------------------------------------------------------------------------------
+
+
+async def test_token_is_required_on_every_request(serve_http):
+    server = serve_http(str(SHOP), "--no-faults", "--token", "s3cret")
+    assert (await control(server.base, "GET", "state")).status_code == 401
+    wrong = await control(server.base, "GET", "state", headers={"authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+    async with httpx2.AsyncClient(timeout=10) as http:
+        refused = await http.post(server.url, headers=JSONRPC_HEADERS, json={})
+        assert refused.status_code == 401
+    auth = {"authorization": "Bearer s3cret"}
+    assert (await control(server.base, "GET", "state", headers=auth)).status_code == 200
+    async with httpx2.AsyncClient(headers=auth, timeout=10) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with mcp.Client(transport, read_timeout_seconds=15) as client:
+            assert not (await client.call_tool("get_order", {"id": "1"})).is_error
+    # Ctrl-C / SIGTERM: a clean exit
+    assert server.stop(signal.SIGTERM) == 0
+
+
+async def test_host_and_origin_checks():
+    async with running(rule_free_shop()) as server:
+        evil_host = {"host": "evil.example:80"}
+        evil_origin = {"origin": "http://evil.example"}
+        assert (await control(server.base, "GET", "state", headers=evil_host)).status_code == 421
+        assert (await control(server.base, "GET", "state", headers=evil_origin)).status_code == 403
+        async with httpx2.AsyncClient(timeout=10) as http:
+            for headers in (evil_host, evil_origin):
+                answer = await http.post(
+                    server.url,
+                    headers={**JSONRPC_HEADERS, **headers},
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                )
+                assert answer.status_code in (403, 421)
+        local = {"host": "localhost:1234", "origin": "http://localhost:5173"}
+        assert (await control(server.base, "GET", "state", headers=local)).status_code == 200
