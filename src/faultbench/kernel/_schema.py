@@ -80,9 +80,7 @@ class Arg(msgspec.Struct, frozen=True):
     description: str = ""
 
 
-def _field_arg(
-    f: FieldSpec, rspec: RecordSpec, *, required: bool, nullable: bool, text: str
-) -> Arg:
+def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Arg:
     return Arg(f.name, f.kind, required, f.choices, nullable, text)
 
 
@@ -113,7 +111,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
             f = rspec.field(name)
             assert f is not None, f"filter field {name!r} was validated by the loader"
             text = f"only {rspec.plural} whose {name} equals this ({describe_field(f)})"
-            out.append(_field_arg(f, rspec, required=False, nullable=f.optional, text=text))
+            out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
         return out
     if op.kind == "create":
         out = []
@@ -128,7 +126,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
                 text += f" (default: {show_value(f.default)})"
             elif f.optional:
                 text += " (optional)"
-            out.append(_field_arg(f, rspec, required=required, nullable=f.optional, text=text))
+            out.append(_field_arg(f, required=required, nullable=f.optional, text=text))
         # Required arguments first: models fill schemas top-down.
         return sorted(out, key=lambda a: not a.required)
     if op.kind == "update":
@@ -136,7 +134,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
         for f in rspec.fields:
             if f.name != "id":
                 text = _about(f, rspec) + "; omit to keep the current value"
-                out.append(_field_arg(f, rspec, required=False, nullable=f.optional, text=text))
+                out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
         return out
     raise AssertionError(f"unknown operation kind {op.kind!r}")
 
