@@ -89,17 +89,16 @@ def run(args: argparse.Namespace) -> int:
 
     _configure_logging(args.verbose)
 
-    import faultbench
-    from faultbench.kernel._errors import FaultbenchError
+    from faultbench.commands.check import load_or_report
+    from faultbench.kernel import World
 
-    try:
-        world = faultbench.load_world(args.world, seed=args.seed, run=args.run)
-        if args.no_faults:
-            # No rules rather than a fault-free world, so PUT /faultbench/faults still works.
-            world.set_faults({})
-    except (FaultbenchError, OSError) as exc:
-        print(f"faultbench serve: {exc}", file=sys.stderr)
-        return 1
+    spec = load_or_report(args.world)
+    if spec is None:
+        return 2
+    world = World.from_spec(spec, seed=args.seed, run=args.run)
+    if args.no_faults:
+        # No rules rather than a fault-free world, so PUT /faultbench/faults still works.
+        world.set_faults({})
 
     import trio
 
@@ -113,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             journal = Journals(args.events, world).attach(server)
         except OSError as exc:
             print(f"faultbench serve: cannot write --events {args.events}: {exc}", file=sys.stderr)
-            return 1
+            return 2
     try:
         if args.http:
             trio.run(_serve_http, server, args, journal)

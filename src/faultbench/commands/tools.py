@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 HELP = "list the MCP tools a world serves, with their input schemas"
 
@@ -19,14 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import faultbench
-    from faultbench.kernel._errors import FaultbenchError
+    from faultbench.commands.check import load_or_report
+    from faultbench.kernel import World
 
-    try:
-        world = faultbench.load_world(args.world, faults=False)
-    except (FaultbenchError, OSError) as exc:
-        print(f"faultbench tools: {exc}", file=sys.stderr)
-        return 1
+    spec = load_or_report(args.world)
+    if spec is None:
+        return 2
+    world = World.from_spec(spec, faults=False)
 
     from faultbench.serve._server import mcp_tool
 

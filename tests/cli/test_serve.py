@@ -1,0 +1,86 @@
+"""`faultbench serve` flags that are refused before anything is served (the serving itself is
+tested in tests/serve/)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOP = str(ROOT / "tests" / "serve" / "worlds" / "shop.yaml")
+
+
+def serve(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "faultbench.cli", "serve", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def test_non_loopback_host_needs_a_token():
+    proc = serve(SHOP, "--http", "--host", "0.0.0.0", "--port", "0")
+    assert proc.returncode == 2
+    assert "Expected --token with the non-loopback --host '0.0.0.0'" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--isolate"], "--isolate only applies with --http"),
+        (["--port", "9000"], "--port only applies with --http"),
+        (["--host", "localhost"], "--host only applies with --http"),
+        (["--http", "--port", "70000"], "Expected --port between 0 and 65535"),
+    ],
+)
+def test_flags_that_do_not_fit(flags, message):
+    proc = serve(SHOP, *flags)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_a_world_that_does_not_load_exits_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("services:\n  orders:\n    records: { order: { id: strng } }\n")
+    proc = serve(str(bad))
+    assert proc.returncode == 2
+    assert f"{bad}:3:" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_stdio_exits_when_stdin_closes():
+    # stdin is /dev/null: EOF at once, a clean exit and nothing on stdout
+    proc = serve(SHOP)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_help_lists_every_flag():
+    proc = subprocess.run(
+        [sys.executable, "-m", "faultbench.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    for flag in (
+        "--http",
+        "--host",
+        "--port",
+        "--seed",
+        "--run",
+        "--no-faults",
+        "--events",
+        "--isolate",
+        "--token",
+        "--verbose",
+    ):
+        assert flag in proc.stdout

@@ -1,0 +1,53 @@
+"""`faultbench tools WORLD`: the tools an agent is offered, as text or as the tools/list JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import faultbench
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOP = ROOT / "tests" / "serve" / "worlds" / "shop.yaml"
+
+
+def faultbench_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "faultbench.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_json_is_the_tools_list_an_mcp_client_receives():
+    proc = faultbench_cli("tools", str(SHOP), "--json")
+    assert proc.returncode == 0, proc.stderr
+    tools = json.loads(proc.stdout)["tools"]
+    world = faultbench.load_world(SHOP)
+    assert [t["name"] for t in tools] == [t.name for t in world.tools]
+    for listed, tool in zip(tools, world.tools):
+        assert listed["description"] == tool.description
+        assert listed["inputSchema"] == tool.input_schema
+    assert tools[0]["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+
+
+def test_text_lists_each_tool_with_its_arguments():
+    proc = faultbench_cli("tools", str(SHOP))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("get_order  (read-only, idempotent)\n    Get one order by id.")
+    assert "    id: string (required) - id of the order\n" in out
+    assert '    status: "placed" | "delivered" | "returned" (optional)' in out
+    assert "\nreturn_order\n    Mark a delivered order as returned." in out
+    assert "    note: string | null (optional)" in out
+
+
+def test_a_world_that_does_not_load_exits_2(tmp_path):
+    proc = faultbench_cli("tools", str(tmp_path / "missing.yaml"))
+    assert proc.returncode == 2
+    assert "missing.yaml: no such file" in proc.stderr

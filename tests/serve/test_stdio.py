@@ -1,0 +1,149 @@
+"""`faultbench serve WORLD` over stdio: a real subprocess, driven by the official client and by
+hand."""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import mcp
+import pytest
+from mcp import StdioServerParameters
+
+import faultbench
+from faultbench.kernel import decode_events
+
+from .serve_helpers import SHOP
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "trio"
+
+
+def serve_command(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "faultbench.cli", "serve", str(SHOP), *args]
+    )
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_official_client_over_stdio(mode, tmp_path):
+    events = tmp_path / "events.jsonl"
+    params = serve_command("--events", str(events), "-v")
+    async with mcp.Client(params, mode=mode, read_timeout_seconds=15) as client:
+        assert "return_order" in [t.name for t in (await client.list_tools()).tools]
+        # The first issue_refund is scripted to time out after committing.
+        timeout = await client.call_tool("issue_refund", {"order_id": "1", "amount": 3.0})
+        assert timeout.is_error
+        assert timeout.content[0].text.startswith("504 Gateway Timeout")
+        assert timeout.meta["fault"] == "timeout"
+        # The handler prints to stdout: that must not corrupt the protocol stream.
+        await client.call_tool("update_order", {"id": "2", "status": "delivered"})
+        returned = await client.call_tool("return_order", {"id": "2", "reason": "broken"})
+        assert not returned.is_error, returned.content[0].text
+        assert returned.structured_content["status"] == "returned"
+        bad = await client.call_tool("get_order", {"id": ["1"]})
+        assert bad.is_error
+        assert bad.meta["error_kind"] == "invalid_arguments"
+        refunds = await client.call_tool("list_refunds", {})
+        rows = refunds.structured_content
+        assert (rows["result"] if mode == "legacy" else rows)[0]["amount"] == 3.0
+    # stdin closed: the server exited and its event log replays to the same world
+    world = faultbench.replay(SHOP, decode_events(events.read_bytes()))
+    assert world.orders.get("2").status == "returned"
+    assert len(world.refunds.all()) == 1
+
+
+class RawServer:
+    """The server process, spoken to line by line (2025-11-25 JSON-RPC)."""
+
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "faultbench.cli", "serve", str(SHOP), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def send(self, message: dict | str) -> None:
+        line = message if isinstance(message, str) else json.dumps(message)
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 15) -> dict:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "no answer from the server"
+        return json.loads(self.proc.stdout.readline())
+
+    def call(self, i: int, name: str, arguments: str) -> dict:
+        self.send(
+            f'{{"jsonrpc":"2.0","id":{i},"method":"tools/call",'
+            f'"params":{{"name":"{name}","arguments":{arguments}}}}}'
+        )
+        return self.receive()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+
+def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
+    events = tmp_path / "events.jsonl"
+    server = RawServer("--no-faults", "--events", str(events))
+    try:
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
+        assert server.receive()["result"]["serverInfo"]["name"] == "faultbench-shop"
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        deep = '{"a":' * 2000 + "{}" + "}" * 2000
+        server.send(
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_order",'
+            f'"arguments":{{"status":"placed","total":1,"note":{deep}}}}}}}'
+        )
+        server.send("this is not JSON")
+        big = server.call(3, "create_order", json.dumps({"status": "y" * 1_000_000, "total": 1}))
+        assert big["id"] == 3
+        assert big["result"]["isError"] is True
+        assert len(big["result"]["content"][0]["text"]) < 2_000
+        unknown = server.call(4, "drop_tables", "{}")
+        assert unknown["result"]["isError"] is True
+        ok = server.call(5, "get_order", '{"id": "1"}')
+        assert ok["id"] == 5
+        assert ok["result"]["isError"] is False
+        # The unparsable lines got no answer that could be mistaken for a tool result.
+        assert server.proc.poll() is None
+
+        started = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(10) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        server.close()
+    logged = decode_events(events.read_bytes())
+    tools = [e.tool for e in logged if type(e).__name__ == "CallStarted"]
+    assert tools == ["create_order", "drop_tables", "get_order"]
+    assert (
+        faultbench.replay(SHOP, logged).to_dict()["order"]
+        == (faultbench.load_world(SHOP).to_dict()["order"])
+    )
