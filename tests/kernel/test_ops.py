@@ -6,7 +6,6 @@ import json
 from datetime import timedelta
 
 import pytest
-from .conftest import T0
 
 from faultbench.kernel import (
     CallFailed,
@@ -16,6 +15,8 @@ from faultbench.kernel import (
     RecordDeleted,
     RecordUpdated,
 )
+
+from .conftest import T0
 
 # --- built-in operations ---------------------------------------------------------------------
 

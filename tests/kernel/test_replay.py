@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from .conftest import make_shop_spec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,8 @@ from faultbench.kernel import (
     encode_events,
     replay,
 )
+
+from .conftest import make_shop_spec
 
 
 def _roundtrip(spec, world):

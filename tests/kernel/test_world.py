@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from .conftest import T0
 
 from faultbench.kernel import (
     CallFailed,
@@ -21,6 +20,8 @@ from faultbench.kernel import (
     WorldCreated,
 )
 from faultbench.kernel._spec import WORLD_ATTRIBUTES
+
+from .conftest import T0
 
 
 def test_log_starts_with_world_created_then_seed_rows(world, spec):
