@@ -51,6 +51,10 @@ class _Coercer:
             name: frozenset(f.name for f in r.fields if f.kind == "datetime")
             for name, r in spec.records.items()
         }
+        # JSON Lines sort keys (deterministic bytes); records go back to file field order.
+        self._order: dict[str, tuple[str, ...]] = {
+            name: tuple(f.name for f in r.fields) for name, r in spec.records.items()
+        }
 
     def _fix(self, table: str, values: dict[str, Any]) -> dict[str, Any] | None:
         names = self._dt.get(table)
@@ -68,8 +72,11 @@ class _Coercer:
     def __call__(self, ev: Event) -> Event:
         t = type(ev)
         if t is RecordCreated:
-            fields = self._fix(ev.table, ev.fields)  # type: ignore[attr-defined]
-            return ev if fields is None else msgspec.structs.replace(ev, fields=fields)
+            fields = self._fix(ev.table, ev.fields) or ev.fields  # type: ignore[attr-defined]
+            order = self._order.get(ev.table)  # type: ignore[attr-defined]
+            if order is not None and tuple(fields) != order and set(fields) == set(order):
+                fields = {name: fields[name] for name in order}
+            return ev if fields is ev.fields else msgspec.structs.replace(ev, fields=fields)  # type: ignore[attr-defined]
         if t is RecordUpdated:
             changes = self._fix(ev.table, ev.changes)  # type: ignore[attr-defined]
             old = self._fix(ev.table, ev.old)  # type: ignore[attr-defined]
