@@ -1,0 +1,218 @@
+"""Tool calls per second through MCP: faultbench next to a bare MCP server, same run.
+
+What is measured: one official `mcp.Client` making sequential `tools/call` requests
+(`get_order {"id": "1"}` on examples/shop/worlds/shop.yaml, no faults), over
+
+- in-process: `mcp.Client(server)` with `mode="auto"` (2026-07-28 direct dispatch) and
+  `mode="legacy"` (2025-11-25 handshake over memory streams), under trio;
+- stdio: a `faultbench serve WORLD` subprocess;
+- HTTP: a `faultbench serve WORLD --http --port 0` subprocess (streamable HTTP, Hypercorn's
+  trio worker), client in `mode="auto"`.
+
+The baseline is a bare low-level `mcp.server.Server` that answers every call with the same
+constant text and structured content a faultbench `get_order` returns, served the same way
+(faultbench's stdio streams and HTTP app setup), so the ratio bare/faultbench is the price of
+the world: argument validation, the fault plan, the transaction, the event log. Rounds of bare
+and faultbench alternate and the best round of each counts, which keeps other processes on a
+shared machine from deciding the result.
+
+Targets: in-process within 1.2x of the bare server; >= 1,000 calls/s over stdio and >= 500/s
+over HTTP with one client.
+
+    uv run python benchmarks/bench_serve.py [--rounds 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORLD = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
+TOOL, ARGS = "get_order", {"id": "1"}
+
+
+# --- the bare server -------------------------------------------------------------------------
+
+
+def bare_server():
+    import mcp_types as types
+    from mcp.server import Server
+
+    import faultbench
+
+    world = faultbench.load_world(WORLD, faults=False)
+    text = world.call(TOOL, ARGS).text
+    value = json.loads(text)
+    listing = types.ListToolsResult(
+        tools=[types.Tool(name=t.name, input_schema=t.input_schema) for t in world.tools]
+    )
+
+    async def list_tools(ctx, params):
+        return listing
+
+    async def call_tool(ctx, params):
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content=value
+        )
+
+    return Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def run_bare(transport: str) -> None:
+    """Subprocess entry: serve the bare server like `faultbench serve` would."""
+    import trio
+
+    server = bare_server()
+    if transport == "stdio":
+        from faultbench.serve._stdio import serve_stdio
+
+        trio.run(serve_stdio, server)
+        return
+
+    from faultbench.serve._http import serve_http
+
+    app = server.streamable_http_app(json_response=True, host="127.0.0.1")
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                lambda task_status: serve_http(app, port=0, task_status=task_status)
+            )
+            print(f"bare server at {url}", file=sys.stderr, flush=True)
+
+    trio.run(main)
+
+
+# --- clients ---------------------------------------------------------------------------------
+
+
+async def calls_per_second(target, n: int, mode: str = "auto") -> float:
+    import mcp
+
+    async with mcp.Client(target, mode=mode, read_timeout_seconds=30) as client:
+        await client.list_tools()
+        for _ in range(min(100, n)):  # warm up
+            await client.call_tool(TOOL, ARGS)
+        started = time.perf_counter()
+        for _ in range(n):
+            result = await client.call_tool(TOOL, ARGS)
+        elapsed = time.perf_counter() - started
+    assert not result.is_error, result
+    return n / elapsed
+
+
+def spawn_http(cmd: list[str]) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], deadline - time.monotonic())
+        line = proc.stderr.readline().decode() if ready else ""
+        found = re.search(r"(http://\S+/mcp)", line)
+        if found:
+            return proc, found.group(1)
+        if not line:
+            break
+    proc.kill()
+    raise RuntimeError(f"server did not start: {' '.join(cmd)}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
+FAULTBENCH = [sys.executable, "-m", "faultbench.cli", "serve", str(WORLD), "--no-faults"]
+BARE = [sys.executable, str(Path(__file__).resolve()), "--bare"]
+
+
+async def measure(transport: str, who: str, n: int) -> float:
+    from mcp import StdioServerParameters
+
+    import faultbench
+    from faultbench.serve import build_server
+
+    if transport.startswith("in-process"):
+        mode = "legacy" if "legacy" in transport else "auto"
+        if who == "bare":
+            server = bare_server()
+        else:
+            server = build_server(faultbench.load_world(WORLD, faults=False))
+        return await calls_per_second(server, n, mode)
+    if transport == "stdio":
+        cmd = [*BARE, "stdio"] if who == "bare" else FAULTBENCH
+        return await calls_per_second(StdioServerParameters(command=cmd[0], args=cmd[1:]), n)
+    cmd = [*BARE, "http"] if who == "bare" else [*FAULTBENCH, "--http", "--port", "0"]
+    proc, url = spawn_http(cmd)
+    try:
+        return await calls_per_second(url, n)
+    finally:
+        stop(proc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="fewer calls, one round")
+    parser.add_argument(
+        "--only", action="append", help="measure only this transport (repeatable), e.g. http"
+    )
+    parser.add_argument("--bare", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare:
+        run_bare(args.bare)
+        return
+
+    import trio
+
+    rounds = 1 if args.quick else args.rounds
+    scale = 0.25 if args.quick else 1.0
+    plan = [
+        ("in-process", int(4000 * scale)),
+        ("in-process (legacy)", int(3000 * scale)),
+        ("stdio", int(2000 * scale)),
+        ("http", int(1000 * scale)),
+    ]
+    import mcp  # noqa: F401  (import cost outside the timings)
+
+    print(
+        f"# bench_serve: {platform.python_implementation()} {platform.python_version()}, "
+        f"{platform.machine()}, {os.cpu_count()} CPUs, best of {rounds} round(s)"
+    )
+    print(f"{'transport':<22}{'calls':>7}{'bare/s':>10}{'faultbench/s':>14}{'bare/fb':>9}  target")
+    for transport, n in plan:
+        if args.only and transport not in args.only:
+            continue
+        best = {"bare": 0.0, "faultbench": 0.0}
+        for _ in range(rounds):
+            for who in ("bare", "faultbench"):
+                best[who] = max(best[who], trio.run(measure, transport, who, n))
+        ratio = best["bare"] / best["faultbench"]
+        if transport.startswith("in-process"):
+            target = f"ratio <= 1.20: {'ok' if ratio <= 1.2 else 'MISSED'}"
+        else:
+            floor = 1000 if transport == "stdio" else 500
+            target = f">= {floor}/s: {'ok' if best['faultbench'] >= floor else 'MISSED'}"
+        print(
+            f"{transport:<22}{n:>7}{best['bare']:>10.0f}{best['faultbench']:>14.0f}{ratio:>9.2f}  {target}"
+        )
+
+
+if __name__ == "__main__":
+    main()
