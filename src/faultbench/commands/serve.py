@@ -30,13 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
         type=int,
+        metavar="PORT",
         default=8000,
         help="port to bind with --http (default: 8000; 0 picks a free one). The URL served "
         "is printed to stderr on start",
     )
-    parser.add_argument("--seed", type=int, default=None, help="world seed (default: the file's)")
     parser.add_argument(
-        "--run", type=int, default=0, help="run index: picks the fault draws (default: 0)"
+        "--seed", type=int, default=None, metavar="N", help="world seed (default: the file's)"
+    )
+    parser.add_argument(
+        "--run",
+        type=int,
+        default=0,
+        metavar="K",
+        help="run index: picks the fault draws (default: 0)",
     )
     parser.add_argument(
         "--no-faults",

@@ -1,0 +1,72 @@
+"""docs/CLI.md stays true: its console examples print what it shows, and it documents every
+flag of every command."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "CLI.md").read_text()
+COMMANDS = ("check", "show", "tools", "serve", "replay", "diff")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "faultbench.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+
+
+def console_examples() -> list[tuple[str, list[str]]]:
+    """(command line, the output lines shown under it up to `...`) for runnable examples."""
+    found = []
+    for block in re.findall(r"^```console\n(.*?)^```", DOC, re.S | re.M):
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            cmd = line.removeprefix("$ ").split("#")[0].strip()
+            if not line.startswith("$ faultbench ") or cmd.split()[1] not in (
+                "check",
+                "show",
+                "tools",
+            ):
+                continue
+            if "WORLD" in cmd:
+                continue  # the synopsis
+            shown = []
+            for out in lines[i + 1 :]:
+                if out.startswith("$ ") or out == "...":
+                    break
+                shown.append(out)
+            found.append((cmd, shown))
+    return found
+
+
+@pytest.mark.parametrize(("cmd", "shown"), console_examples(), ids=lambda v: str(v)[:60])
+def test_console_example_prints_what_the_doc_shows(cmd, shown):
+    proc = run(*shlex.split(cmd)[1:])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[: len(shown)] == shown
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_flag_is_documented(command):
+    help_text = run(command, "--help").stdout
+    options = help_text.split("options:", 1)[1]
+    flags = {
+        m.group(1)
+        for line in options.splitlines()
+        for m in re.finditer(r"^\s+(?:-\w[^,]*, )?(--[a-z][a-z-]+)", line)
+    } - {"--help"}
+    section = DOC.split(f"## `faultbench {command}", 1)[1].split("\n## ", 1)[0]
+    missing = sorted(f for f in flags if f"`{f}" not in section)
+    assert not missing, f"docs/CLI.md does not document {command} {missing}"
