@@ -21,6 +21,7 @@ import faultbench
 from faultbench.kernel import decode_events
 from faultbench.serve import build_server
 from faultbench.serve._http import build_app, serve_http
+from faultbench.serve._journal import Journals
 
 from .serve_helpers import SHOP
 
@@ -30,10 +31,12 @@ JSONRPC_HEADERS = {"accept": "application/json, text/event-stream"}
 
 
 @asynccontextmanager
-async def running(world, **kw):
-    """`world` served over HTTP by Hypercorn on a free port, in this (trio) process."""
+async def running(world, events=None, **kw):
+    """`world` served over HTTP by Hypercorn on a free port, in this (trio) process, its
+    events written to `events` as `--events` does."""
     server = build_server(world, **kw)
-    app = build_app(server)
+    journal = Journals(events, world).attach(server) if events else None
+    app = build_app(server, journal=journal)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         url = await nursery.start(partial(serve_http, app, port=0, shutdown=stop.wait))
@@ -158,8 +161,9 @@ async def test_payloads_no_client_should_send_are_refused_and_serving_goes_on():
 # --- control API -----------------------------------------------------------------------------
 
 
-async def test_control_api():
-    async with running(rule_free_shop()) as server:
+async def test_control_api(tmp_path):
+    events_file = tmp_path / "events.jsonl"
+    async with running(rule_free_shop(), events=events_file) as server:
         base = server.base
         index = (await control(base, "GET", "")).json()
         assert index["world"] == "shop"
@@ -240,6 +244,11 @@ async def test_control_api():
             reset = await control(base, "POST", "reset")
             assert reset.json()["hash"] == seeded["hash"]
             assert (await client.call_tool("get_order", {"id": new_id})).is_error
+            # reset and restore rewrite history: the events file follows
+            logged = decode_events(events_file.read_bytes())
+            assert [type(e).__name__ for e in logged[-2:]] == ["CallStarted", "CallFailed"]
+            live = (await control(base, "GET", "state")).json()
+            assert faultbench.replay(SHOP, logged).state_hash() == live["hash"]
 
         sessions = (await control(base, "GET", "sessions")).json()
         assert sessions == {"isolate": False, "sessions": []}
@@ -249,8 +258,9 @@ async def test_control_api():
 # --- --isolate -------------------------------------------------------------------------------
 
 
-async def test_isolated_sessions_never_see_each_others_writes():
-    async with running(rule_free_shop(), isolate=True) as server:
+async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
+    events_file = tmp_path / "events.jsonl"
+    async with running(rule_free_shop(), events=events_file, isolate=True) as server:
         seen: dict[float, list] = {}
 
         async def agent(total: float) -> None:
@@ -285,6 +295,10 @@ async def test_isolated_sessions_never_see_each_others_writes():
             ]
             totals |= {r["total"] for r in tables["order"][3:]}
             assert len(tables["order"]) == 8
+            # each session's world has its own events file, which replays on its own
+            logged = decode_events((tmp_path / f"events.{session}.jsonl").read_bytes())
+            replayed = faultbench.replay(SHOP, logged)
+            assert replayed.to_dict()["order"] == tables["order"]
         assert totals == {1.0, 2.0}
         shared = (await control(server.base, "GET", "state")).json()["tables"]
         assert len(shared["order"]) == 3  # the template new sessions fork from

@@ -4,6 +4,7 @@ under both asyncio and trio: what an agent sees."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import mcp
 import pytest
@@ -230,6 +231,29 @@ async def test_bad_arguments_are_tool_errors_and_change_nothing(shop, mode, tool
         after = await c.call_tool("get_order", {"id": "1"})
     assert not after.is_error
     assert shop.to_dict() == before
+
+
+async def test_2000_deep_arguments_are_a_tool_error(shop, mode):
+    """Deeper than any client serializes (the official one stops at 254 levels, wire parsers
+    at ~200), so the payload is handed to the registered tools/call handler directly."""
+    server = build_server(shop)
+    before = shop.to_dict()
+    entry = server.get_request_handler("tools/call")
+    params = entry.params_type.model_validate(
+        {
+            "name": "create_order",
+            "arguments": {"status": "placed", "total": 1.0, "note": nested(2000)},
+        }
+    )
+    version = "2025-11-25" if mode == "legacy" else "2026-07-28"
+    result = await entry.handler(SimpleNamespace(protocol_version=version, request=None), params)
+    assert result["isError"] is True
+    # TODO(kernel): "invalid_arguments" once argument errors survive deep nesting; today the
+    # kernel raises RecursionError and the server's catch-all answers "internal_error".
+    assert result["_meta"]["error_kind"] in ("invalid_arguments", "internal_error")
+    assert shop.to_dict() == before
+    async with mcp.Client(server, mode=mode) as c:
+        assert not (await c.call_tool("get_order", {"id": "1"})).is_error
 
 
 async def test_an_exception_inside_the_server_is_an_internal_error_result(shop, mode, monkeypatch):
