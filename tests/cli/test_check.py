@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
 
@@ -33,7 +35,11 @@ def test_check_summarizes_a_valid_world():
     assert "tier: enum[standard, gold] = 'standard'" in out
     # tools with their arguments, kind and record or handler
     assert "  tool get_order(id: str)  [get order]\n      Look up one order by its id.\n" in out
-    assert "  tool list_orders(customer_id?: ref, status?: enum)  [list order]\n" in out
+    # filters show what the agent passes: every enum value, a ref as the id text
+    assert (
+        "  tool list_orders(customer_id?: str, status?: placed|shipped|delivered|returned|"
+        "cancelled)  [list order]\n"
+    ) in out
     assert (
         "  tool issue_refund(order_id: str, amount: float, currency?: str)"
         "  [custom -> shop_rules.issue_refund]\n"
@@ -112,3 +118,132 @@ def test_check_the_bank_and_legacy_worlds():
     proc = faultbench("check", "tests/worlds/legacy.yaml")
     assert "  record orders: 20 rows (world.orders)\n" in proc.stdout
     assert "rate limit 5 calls per 1m" in proc.stdout
+
+
+def test_check_shows_the_arguments_of_every_tool_kind(tmp_path):
+    (tmp_path / "rules.py").write_text(
+        "from datetime import datetime\n"
+        "from typing import Literal\n\n"
+        "def act(world, clock, when: datetime, tags: list, extra: dict, anything,\n"
+        "        mode: Literal['a', 'b', 'c', 'd', 'e'] = 'a', note: str | None = None):\n"
+        "    pass\n"
+    )
+    path = tmp_path / "kinds.yaml"
+    path.write_text(
+        "services:\n"
+        "  s:\n"
+        "    records:\n"
+        "      owner: { name: str }\n"
+        "      thing:\n"
+        "        owner_id: ref[owner]\n"
+        "        state: enum[new, open, held, done, gone]\n"
+        "        size: { type: int, optional: true }\n"
+        "        label: { type: str, default: null }\n"
+        "        flag: { type: bool, default: false }\n"
+        "    operations:\n"
+        "      get_thing: { kind: get, record: thing }\n"
+        "      list_things: { kind: list, record: thing, filter: [owner_id, state, size] }\n"
+        "      add_thing: { kind: create, record: thing }\n"
+        "      edit_thing: { kind: update, record: thing }\n"
+        "      drop_thing: { kind: delete, record: thing }\n"
+        "      act: { kind: custom, handler: rules.act }\n"
+    )
+    proc = faultbench("check", str(path))
+    assert proc.returncode == 0, proc.stderr
+    tools = [line for line in proc.stdout.splitlines() if line.startswith("  tool ")]
+    state = "new|open|held|done|gone"
+    assert tools == [
+        "  tool get_thing(id: str)  [get thing]",
+        f"  tool list_things(owner_id?: str, state?: {state}, size?: int)  [list thing]",
+        f"  tool add_thing(owner_id: str, state: {state}, id?: str, size?: int, label?: str, "
+        "flag?: bool)  [create thing]",
+        f"  tool edit_thing(id: str, owner_id?: str, state?: {state}, size?: int, label?: str, "
+        "flag?: bool)  [update thing]",
+        "  tool drop_thing(id: str)  [delete thing]",
+        "  tool act(when: datetime, tags: list, extra: dict, anything: any, mode?: a|b|c|d|e, "
+        "note?: str)  [custom -> rules.act]",
+    ]
+    # long-form optional fields read like `int?`; defaults are shown as YAML values
+    assert (
+        "      id: str, owner_id: ref[owner], state: enum[new, open, held, done, gone], "
+        "size: int?,\n      label: str? = null, flag: bool = false\n"
+    ) in proc.stdout
+
+
+OPS = "services:\n  s:\n    records: { a: { x: str } }\n    operations: { get_a: { kind: get, record: a } }\n"
+BROKEN = {
+    "yaml syntax": ("services:\n  s: { records: {}\n", "3:1: invalid YAML"),
+    "unknown key": ("services:\n  s: { recrds: {} }\n", "2:8: unknown key 'recrds'"),
+    "duplicate key": ("services:\n  s: {}\n  s: {}\n", "3:3: duplicate key 's'"),
+    "field type": ("services:\n  s: { records: { a: { x: strr } } }\n", "2:27: unknown field"),
+    "empty enum": ("services:\n  s: { records: { a: { x: enum[] } } }\n", "2:27: empty enum"),
+    "dangling ref": ("services:\n  s: { records: { a: { x: ref[b] } } }\n", "2:27: 'ref[b]'"),
+    "ref to the wrong service": (
+        "services:\n  s: { records: { a: { x: ref[s.b] } } }\n  t: { records: { b: {} } }\n",
+        "2:27: 'ref[s.b]': record 'b' belongs to service 't'",
+    ),
+    "unknown record": (
+        "services:\n  s: { operations: { g: { kind: get, record: a } } }\n",
+        "2:46: operation 'g' names an unknown record 'a'",
+    ),
+    "same tool twice": (
+        OPS + "  t:\n    records: { b: {} }\n    operations: { get_a: { kind: get, record: b } }\n",
+        "7:19: tool 'get_a' is already defined",
+    ),
+    "fault target": (OPS + "faults: { s.get_b: {} }\n", "5:11: fault key 's.get_b'"),
+    "fault kind": (OPS + "faults: { default: { errors: { oops: 0.1 } } }\n", "5:32: unknown error"),
+    "probabilities": (
+        OPS
+        + "faults:\n  default: { errors: { timeout: 0.6 } }\n  s.*: { errors: { http_500: 0.6 } }\n",
+        "7:3: error probabilities for s.get_a add up to 1.2",
+    ),
+    "duration": (OPS + "faults: { default: { timeout_s: 2 hours } }\n", "5:33: invalid duration"),
+    "handler import": (
+        "services:\n  s: { operations: { go: { kind: custom, handler: raising.op } } }\n",
+        "2:51: handler 'raising.op': importing 'raising'",
+    ),
+    "handler kwargs": (
+        "services:\n  s: { operations: { go: { kind: custom, handler: kw.op } } }\n",
+        "2:51: handler 'kw.op': its signature is (world, clock, **kwargs)",
+    ),
+    "empty file": ("", "1:1: the world file is empty"),
+    "list at the top": ("- services\n", "1:1: the world file is a list"),
+    "binary": (b"\x89PNG\r\n\x1a\n\x00\x00", "1:1: not UTF-8 text: byte 0x89"),
+    "control characters": (b"services: {}\x00\x00\n", "1:13: invalid YAML: non-printable"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN, ids=list(BROKEN))
+def test_every_kind_of_mistake_exits_2_with_a_position_and_no_traceback(tmp_path, case):
+    text, expected = BROKEN[case]
+    (tmp_path / "raising.py").write_text("raise RuntimeError('boom')\n")
+    (tmp_path / "kw.py").write_text("def op(world, clock, **kwargs):\n    pass\n")
+    path = tmp_path / "world.yaml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    proc = faultbench("check", str(path))
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(f"{path}:{expected}"), first
+    assert "expected" in first
+
+
+def test_check_accepts_refs_across_services_and_ref_cycles(tmp_path):
+    path = tmp_path / "cycle.yaml"
+    path.write_text(
+        "services:\n"
+        "  people:\n"
+        "    records: { person: { best_order: ref[order] } }\n"
+        "    seed: { count: 3 }\n"
+        "  shop:\n"
+        "    records: { order: { buyer_id: ref[people.person], previous: ref[order]? } }\n"
+        "    seed: { count: 4 }\n"
+    )
+    proc = faultbench("check", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "  record person: 3 rows (world.person, world.people)\n" in proc.stdout
+    assert "      id: str, best_order: ref[order]\n" in proc.stdout

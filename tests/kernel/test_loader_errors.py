@@ -88,11 +88,27 @@ def test_duplicate_keys_name_both_positions(tmp_path):
     ]  # fmt: skip
 
 
+SERVICES_EXAMPLE = "e.g. 'services: {orders: {records: {order: {status: str}}}}'"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("", "the world file is empty; expected a mapping with a 'services:' key"),
-        ("- a\n- b\n", "the world file is a list; expected a mapping with a 'services:' key"),
+        (
+            "",
+            f"the world file is empty; expected a mapping with a 'services:' key, "
+            f"{SERVICES_EXAMPLE}",
+        ),
+        (
+            "- a\n- b\n",
+            f"the world file is a list; expected a mapping with a 'services:' key, "
+            f"{SERVICES_EXAMPLE}",
+        ),
+        (
+            "orders\n",
+            "the world file is the single value 'orders'; expected a mapping with a "
+            f"'services:' key, {SERVICES_EXAMPLE}",
+        ),
         (
             "name: x\n",
             "missing 'services:'; expected e.g. "
@@ -102,6 +118,77 @@ def test_duplicate_keys_name_both_positions(tmp_path):
 )
 def test_not_a_world(tmp_path, text, expected):
     assert problems(tmp_path, text) == [(1, 1, expected)]
+
+
+def test_a_misspelled_services_key_is_reported_once(tmp_path):
+    assert problems(tmp_path, "servics:\n  orders: {}\n") == [
+        (
+            1, 1,
+            "unknown key 'servics' in the world file; expected one of name, seed, clock, "
+            "description, services or faults; did you mean 'services'?",
+        ),
+    ]  # fmt: skip
+
+
+def test_a_file_that_is_not_utf8_text(tmp_path):
+    path = tmp_path / "world.yaml"
+    path.write_bytes("services:\n  caf\u00e9: {}\n".encode("latin-1"))
+    with pytest.raises(WorldFileError) as info:
+        load_spec(path)
+    assert str(info.value) == (
+        f"{path}:2:6: not UTF-8 text: byte 0xe9 cannot be decoded; expected a YAML file "
+        "encoded as UTF-8; save it as UTF-8 (is this a binary file?)"
+    )
+
+
+def test_control_characters_are_reported_where_they_are(tmp_path):
+    assert problems(tmp_path, "services:\n  orders: {}\x00\x01\n") == [
+        (
+            2, 13,
+            "invalid YAML: non-printable character #x0000; expected text; remove the "
+            "character (is this a binary file?)",
+        ),
+    ]  # fmt: skip
+
+
+def test_more_than_one_document(tmp_path):
+    assert problems(tmp_path, "services: {}\n---\nservices: {}\n") == [
+        (
+            2, 1,
+            "invalid YAML: but found another document (expected a single document in the "
+            "stream at 1:1); a world file is one YAML document; remove the '---' line and "
+            "what follows",
+        ),
+    ]  # fmt: skip
+
+
+def test_yaml_tags_are_refused_on_values_lists_and_mappings(tmp_path):
+    text = """\
+        services:
+          a: !!python/object:os.system {}
+          b: !!set { x: null }
+          c: !custom [1]
+        name: !!python/name:os.system x
+        """
+    fix = "expected plain values (text, numbers, lists and mappings); remove the tag"
+    assert problems(tmp_path, text) == [
+        (2, 6, f"unsupported YAML tag 'tag:yaml.org,2002:python/object:os.system'; {fix}"),
+        (3, 6, f"unsupported YAML tag 'tag:yaml.org,2002:set'; {fix}"),
+        (4, 6, f"unsupported YAML tag '!custom'; {fix}"),
+        (5, 7, f"unsupported YAML tag 'tag:yaml.org,2002:python/name:os.system'; {fix}"),
+    ]  # fmt: skip
+
+
+def test_values_yaml_cannot_build_and_keys_that_are_not_names(tmp_path):
+    text = "clock: { start: 2025-13-01 }\nservices:\n  ? [a]\n  : {}\n"
+    assert problems(tmp_path, text) == [
+        (
+            1, 17,
+            "invalid timestamp '2025-13-01': month must be in 1..12; expected a valid "
+            "timestamp, or quote it to mean text",
+        ),
+        (3, 5, "a key must be a plain name, not a list or mapping; expected 'name: value'"),
+    ]  # fmt: skip
 
 
 # -- keys and names ---------------------------------------------------------------------------
@@ -184,7 +271,7 @@ def test_bad_scalars_and_names(tmp_path):
             "invalid clock start 'not a date'; expected an ISO date and time such as "
             "2025-06-01T09:00:00Z (no timezone means UTC)",
         ),
-        (3, 29, "unknown key 'stop' in clock; expected one of start"),
+        (3, 29, "unknown key 'stop' in clock; expected 'start'"),
         (
             5, 3,
             "invalid service name 'my.svc'; expected letters, digits, '_' or '-' (no dots: "
@@ -427,7 +514,10 @@ def test_custom_handlers_that_cannot_be_used(tmp_path):
         """
     broken = "raise RuntimeError('boom at import')\n"
     found = problems(tmp_path, text, bad_rules=bad_rules, broken_rules=broken)
-    signature = "expected def op(world, clock, **args): world and clock first, then the arguments"
+    signature = (
+        "expected def op(world, clock, order_id: str, ...): world and clock first, then the "
+        "tool's arguments as named parameters"
+    )
     assert found == [
         (
             4, 35,
@@ -453,7 +543,8 @@ def test_custom_handlers_that_cannot_be_used(tmp_path):
         (
             9, 35,
             f"handler 'broken_rules.x': importing 'broken_rules' ({tmp_path / 'broken_rules.py'}) "
-            "raised RuntimeError: boom at import",
+            "raised RuntimeError: boom at import; expected the module to import cleanly; run "
+            "it with python to see the traceback",
         ),
         (
             10, 35,
@@ -474,6 +565,41 @@ def test_custom_handlers_that_cannot_be_used(tmp_path):
             12, 56,
             "operation 'i' names an unknown record 'x'; the world declares no records; "
             "expected them under services.<name>.records",
+        ),
+    ]  # fmt: skip
+
+
+def test_handlers_with_only_kwargs_or_that_exit_on_import(tmp_path):
+    text = """\
+        services:
+          orders:
+            operations:
+              a: { kind: custom, handler: kw_rules.only_kwargs }
+              b: { kind: custom, handler: kw_rules.named_and_kwargs }
+              c: { kind: custom, handler: exit_rules.x }
+        """
+    kw_rules = """\
+        def only_kwargs(world, clock, **kwargs):
+            pass
+
+        def named_and_kwargs(world, clock, order_id: str, **rest):
+            pass
+        """
+    exits = "import sys\nsys.exit(0)\n"
+    found = problems(tmp_path, text, kw_rules=kw_rules, exit_rules=exits)
+    assert found == [
+        (
+            4, 35,
+            "handler 'kw_rules.only_kwargs': its signature is (world, clock, **kwargs): "
+            "**kwargs gives the tool no arguments; expected def op(world, clock, order_id: "
+            "str, ...): world and clock first, then the tool's arguments as named parameters, "
+            "or def op(world, clock) for a tool without arguments",
+        ),
+        (
+            6, 35,
+            f"handler 'exit_rules.x': importing 'exit_rules' ({tmp_path / 'exit_rules.py'}) "
+            "raised SystemExit: 0; expected the module to import cleanly; run it with python "
+            "to see the traceback",
         ),
     ]  # fmt: skip
 

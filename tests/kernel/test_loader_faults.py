@@ -146,3 +146,20 @@ def test_misspelled_rate_limit_and_latency_keys(spec):
         "did you mean 'per_seconds'?",
         "f.yaml:2:33: unknown key 'p90' in latency_ms; expected p50 and p99; did you mean 'p99'?",
     ]
+
+
+def test_parse_faults_reports_keys_that_are_not_text(spec):
+    with pytest.raises(WorldFileError) as info:
+        parse_faults({1: {}, "default": {"latency_ms": 5}}, spec)
+    assert str(info.value) == (
+        "<faults>:1:1: fault key 1 is not text; expected default, service.* or service.operation"
+    )
+
+
+def test_a_script_step_has_no_probability(spec):
+    with pytest.raises(WorldFileError) as info:
+        parse_faults("orders.get_order:\n  script: { 2: { kind: timeout, p: 0.5 } }\n", spec)
+    assert str(info.value) == (
+        "<faults>:2:33: a script step has no probability: the call always gets timeout; "
+        "expected no 'p' here; remove it, or move the kind under errors:"
+    )

@@ -134,15 +134,32 @@ def _options(e: Any) -> str:
 
 
 def _field(f: Any) -> str:
-    text = f"{f.name}: {f.raw.strip() or f.kind}"
+    kind = f.raw.strip() or f.kind
+    # `{type: str, optional: true}` (or a null default) is as optional as `str?`
+    if f.optional and not kind.endswith("?"):
+        kind += "?"
+    text = f"{f.name}: {kind}"
     if f.has_default:
-        text += f" = {f.default!r}" if isinstance(f.default, str) else f" = {f.default}"
+        text += f" = {_value(f.default)}"
     return text
 
 
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return _time(value)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
 def _kind(arg: Any) -> str:
-    if arg.kind == "enum" and len(arg.choices) <= 4:
+    """What the agent passes: enum values spelled out, a ref as the id text it is."""
+    if arg.kind == "enum" and arg.choices:
         return "|".join(arg.choices)
+    if arg.kind == "ref":
+        return "str"
     return arg.kind
 
 

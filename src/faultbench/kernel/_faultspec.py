@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._faults import APPLIES_TO, COMMIT_KINDS
 from ._names import did_you_mean, one_of
 from ._spec import ERROR_KINDS, ErrorRule, FaultRule, Latency, Location, RateLimit
 from ._yaml import Document
@@ -23,8 +24,10 @@ _OPTION_KINDS = {
     "retry_after_s": ("http_429",),
     "lag_s": ("stale_read",),
     "times": ("duplicate",),
+    "commit": tuple(k for k in ERROR_KINDS if k in COMMIT_KINDS),
 }
 _TIMEOUT_KINDS = _OPTION_KINDS["timeout_s"]
+_OP_KINDS = ("get", "list", "create", "update", "delete", "custom")
 _EMPTY = FaultRule()
 
 # ---------------------------------------------------------------------------------------------
@@ -63,9 +66,16 @@ def _is_number(value: Any) -> bool:
 class _RuleParser:
     """Parses the rules of one `faults:` mapping, recording problems into `doc`."""
 
-    def __init__(self, doc: Document, services: Mapping[str, Sequence[str]]):
+    def __init__(
+        self,
+        doc: Document,
+        services: Mapping[str, Sequence[str]],
+        op_kinds: Mapping[str, str] | None = None,
+    ):
         self.doc = doc
         self.services = services
+        #: "service.operation" -> operation kind, to reject kinds that cannot happen to it
+        self.op_kinds = op_kinds or {}
         self.keys = ["default"]
         for svc, ops in services.items():
             self.keys.append(f"{svc}.*")
@@ -98,9 +108,16 @@ class _RuleParser:
                 rules[target] = rule
         return rules
 
-    def check_target(self, block: dict, target: str) -> bool:
+    def check_target(self, block: dict, target: Any) -> bool:
         if target in self.keys:
             return True
+        if not isinstance(target, str):  # only from Python objects: YAML keys are text
+            self.key_problem(
+                block, target,
+                f"fault key {target!r} is not text; expected default, service.* or "
+                "service.operation",
+            )  # fmt: skip
+            return False
         svc, dot, op = target.partition(".")
         hint = did_you_mean(target, self.keys)
         if not dot:
@@ -178,6 +195,8 @@ class _RuleParser:
         if len(self.doc.problems) > before:
             return None
         rule = FaultRule(**{k: v for k, v in fields.items() if v is not None})
+        if not self.kinds_fit(target, body, rule):
+            return None
         total = sum(e.p for e in rule.errors)
         if total > 1 + 1e-9:
             parts = " + ".join(f"{e.kind} {e.p:g}" for e in rule.errors)
@@ -188,6 +207,32 @@ class _RuleParser:
             )
             return None
         return rule
+
+    def kinds_fit(self, target: str, body: dict, rule: FaultRule) -> bool:
+        """A rule keyed by one operation may not name a kind that can never happen to it
+        (`duplicate` on a read, `stale_read` on a write): it would be silently ignored."""
+        op_kind = self.op_kinds.get(target)
+        if op_kind is None:
+            return True
+        ok = True
+        steps = [(e, body["errors"], e.kind, self.key_problem) for e in rule.errors]
+        script = body.get("script") or {}
+        for n, e in rule.script:
+            key = next(k for k in script if not isinstance(k, bool) and int(k) == n)
+            steps.append((e, script, key, self.value_problem))
+        for e, container, key, report in steps:
+            allowed = APPLIES_TO.get(e.kind)
+            if allowed is None or op_kind in allowed:
+                continue
+            ok = False
+            fits = one_of(k for k in _OP_KINDS if k in allowed)
+            report(
+                container, key,
+                f"{e.kind} cannot happen to {target}, a {op_kind} operation; expected it "
+                f"only on {fits} operations; remove it (a default: or service.* rule may "
+                "name it: the operations it does not fit skip it)",
+            )  # fmt: skip
+        return ok
 
     def latency(self, body: dict, key: str, value: Any) -> Latency | None:
         if _is_number(value) and value >= 0:
@@ -263,7 +308,13 @@ class _RuleParser:
         allowed = ERROR_OPTIONS if need_p else ("kind", *ERROR_OPTIONS[1:])
         options: dict[str, Any] = {}
         for opt, v in spec.items():
-            if opt not in allowed:
+            if opt == "p" and not need_p:
+                self.key_problem(
+                    spec, opt,
+                    f"a script step has no probability: the call always gets {kind}; "
+                    "expected no 'p' here; remove it, or move the kind under errors:",
+                )  # fmt: skip
+            elif opt not in allowed:
                 self.key_problem(
                     spec, opt,
                     f"unknown option '{opt}' for {kind}; expected one of {one_of(allowed)}"

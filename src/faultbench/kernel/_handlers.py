@@ -1,9 +1,9 @@
 """Custom operation handlers: `handler: module.func` -> a callable plus its tool parameters.
 
-A handler is `def op(world, clock, **args)`: two leading positional parameters, then the
-tool's arguments, typed by their annotations. The module is looked up next to the world file,
-then in its parent directory, then on `sys.path`; world files therefore run Python, which is
-what they are for.
+A handler is `def op(world, clock, order_id: str, ...)`: two leading positional parameters,
+then the tool's arguments as named parameters, typed by their annotations. The module is
+looked up next to the world file, then in its parent directory, then on `sys.path`; world
+files therefore run Python, which is what they are for.
 """
 
 from __future__ import annotations
@@ -24,7 +24,13 @@ from typing import Any
 from ._names import did_you_mean
 from ._spec import ParamSpec
 
-SIGNATURE_HELP = "expected def op(world, clock, **args): world and clock first, then the arguments"
+SIGNATURE_HELP = (
+    "expected def op(world, clock, order_id: str, ...): world and clock first, then the tool's "
+    "arguments as named parameters"
+)
+
+
+IMPORT_HELP = "expected the module to import cleanly; run it with python to see the traceback"
 
 
 class HandlerProblem(Exception):
@@ -72,8 +78,10 @@ def _import(modname: str, dirs: Sequence[Path]) -> types.ModuleType:
                 "or on sys.path; expected the handler's module next to the world file"
             ) from None
         raise HandlerProblem(f"importing '{modname}' failed: {exc}") from None
-    except Exception as exc:
-        raise HandlerProblem(f"importing '{modname}' raised {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise HandlerProblem(
+            f"importing '{modname}' raised {type(exc).__name__}: {exc}; {IMPORT_HELP}"
+        ) from None
 
 
 def _import_from(modname: str, directory: Path, file: Path) -> types.ModuleType:
@@ -98,9 +106,9 @@ def _import_from(modname: str, directory: Path, file: Path) -> types.ModuleType:
         return module
     except HandlerProblem:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module calling sys.exit() must not end `check`
         raise HandlerProblem(
-            f"importing '{modname}' ({file}) raised {type(exc).__name__}: {exc}"
+            f"importing '{modname}' ({file}) raised {type(exc).__name__}: {exc}; {IMPORT_HELP}"
         ) from None
     finally:
         try:
@@ -153,8 +161,16 @@ def handler_params(func: Callable[..., Any]) -> tuple[ParamSpec, ...]:
         hints = typing.get_type_hints(func)
     except Exception:  # unresolvable string annotations: read them as written
         hints = dict(getattr(func, "__annotations__", {}))
+    rest = params[2:]
+    if rest and all(p.kind is inspect.Parameter.VAR_KEYWORD for p in rest):
+        # The tool's schema lists named parameters only, so `**kwargs` alone would be a tool
+        # that accepts no argument at all: almost certainly not what was meant.
+        raise HandlerProblem(
+            f"its signature is {sig}: **{rest[0].name} gives the tool no arguments; {SIGNATURE_HELP}"
+            ", or def op(world, clock) for a tool without arguments"
+        )
     out: list[ParamSpec] = []
-    for p in params[2:]:
+    for p in rest:
         if p.kind is inspect.Parameter.VAR_KEYWORD:
             continue
         if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):

@@ -71,7 +71,7 @@ def load_spec(source: str | os.PathLike[str], *, text: str | None = None) -> Wor
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise WorldFileError(SourceError(display, 1, 1, f"not UTF-8 text ({exc})")) from None
+            raise WorldFileError(_not_utf8(display, raw, exc)) from None
         path: str | None = os.path.abspath(display)
     else:
         raw = text.encode("utf-8")
@@ -94,11 +94,23 @@ def parse_faults(
     if isinstance(block, dict) and set(block) == {"faults"}:
         block = block["faults"]
     services = {s.name: s.operations for s in spec.services}
-    parser = _RuleParser(doc, services)
+    op_kinds = {op.qualname: op.kind for op in spec.operations.values()}
+    parser = _RuleParser(doc, services, op_kinds)
     rules = parser.parse_block(block, {"faults": block}, "faults")
     check_merged_probabilities(doc, rules, services)
     doc.raise_problems()
     return rules
+
+
+def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> SourceError:
+    line_start = raw.rfind(b"\n", 0, exc.start) + 1
+    line = raw.count(b"\n", 0, exc.start) + 1
+    col = len(raw[line_start : exc.start].decode("utf-8", "replace")) + 1
+    return SourceError(
+        path, line, col,
+        f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded; expected a YAML file "
+        "encoded as UTF-8; save it as UTF-8 (is this a binary file?)",
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,11 +258,11 @@ class _WorldLoader:
     def unknown_keys(self, body: dict, allowed: tuple[str, ...], what: str) -> None:
         for key in body:
             if key not in allowed:
-                self.at_key(
-                    body, key,
-                    f"unknown key '{key}' in {what}; expected one of {one_of(allowed)}"
-                    f"{did_you_mean(key, allowed)}",
+                expected = (
+                    f"'{allowed[0]}'" if len(allowed) == 1
+                    else f"one of {one_of(allowed)}{did_you_mean(key, allowed)}"
                 )  # fmt: skip
+                self.at_key(body, key, f"unknown key '{key}' in {what}; expected {expected}")
 
     def mapping(self, parent: Any, key: Any, what: str, example: str) -> dict | None:
         value = parent[key]
@@ -274,10 +286,15 @@ class _WorldLoader:
         doc = self.doc
         top = doc.data
         if not isinstance(top, dict):
-            got = "empty" if top is None else f"a {type(top).__name__}"
+            got = (
+                "empty" if top is None
+                else "a list" if isinstance(top, list)
+                else f"the single value {top!r}"
+            )  # fmt: skip
             doc.problem(
-                doc.at(top) if top is not None else (1, 1),
-                f"the world file is {got}; expected a mapping with a 'services:' key",
+                doc.at(top) if isinstance(top, list) else (1, 1),
+                f"the world file is {got}; expected a mapping with a 'services:' key, e.g. "
+                "'services: {orders: {records: {order: {status: str}}}}'",
             )
             doc.raise_problems()
         self.unknown_keys(top, TOP_KEYS, "the world file")
@@ -291,11 +308,13 @@ class _WorldLoader:
         description = self.text(top, "description", "description")
 
         if "services" not in top:
-            doc.problem(
-                doc.at(top),
-                "missing 'services:'; expected e.g. 'services: {orders: {records: "
-                "{order: {status: str}}}}'",
-            )
+            # `servces:` was already reported with "did you mean 'services'?"
+            if not any(did_you_mean(k, TOP_KEYS) == "; did you mean 'services'?" for k in top):
+                doc.problem(
+                    doc.at(top),
+                    "missing 'services:'; expected e.g. 'services: {orders: {records: "
+                    "{order: {status: str}}}}'",
+                )
             doc.raise_problems()
         services = self.mapping(top, "services", "services", "services: {orders: {...}}") or {}
         for svc, body in services.items():
@@ -311,7 +330,8 @@ class _WorldLoader:
         ops_by_service = {s: tuple(self.declared.get(s, ())) for s in self.services}
         faults: dict[str, FaultRule] = {}
         if "faults" in top:
-            parser = _RuleParser(doc, ops_by_service)
+            op_kinds = {op.qualname: op.kind for op in self.operations.values()}
+            parser = _RuleParser(doc, ops_by_service, op_kinds)
             faults = parser.parse_block(top["faults"], top, "faults")
             check_merged_probabilities(doc, faults, ops_by_service)
         doc.raise_problems()

@@ -27,7 +27,7 @@ from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.parser import Parser
-from yaml.reader import Reader
+from yaml.reader import Reader, ReaderError
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
@@ -115,6 +115,7 @@ def _compose(text: str):
 
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
+_COLLECTIONS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 _SCALARS = SafeConstructor.yaml_constructors
 _CONSTRUCTOR = SafeConstructor()
 
@@ -168,6 +169,8 @@ class _Builder:
         if done is not None:
             return done
         mark = node.start_mark
+        if node.tag not in _COLLECTIONS:
+            self.errors.append(_tag_error(self.path, node))
         if isinstance(node, SequenceNode):
             items: list[Any] = []
             self.done[id(node)] = items
@@ -191,7 +194,8 @@ class _Builder:
             if not isinstance(key_node, ScalarNode):
                 self.errors.append(
                     SourceError(self.path, km.line + 1, km.column + 1,
-                                "a key must be a plain name, not a list or mapping")
+                                "a key must be a plain name, not a list or mapping; "
+                                "expected 'name: value'")
                 )  # fmt: skip
                 continue
             key = key_node.value.translate(_SHOW) if self.unhide else key_node.value
@@ -232,20 +236,30 @@ class _Builder:
             return value.translate(_SHOW) if self.unhide else value
         construct = _SCALARS.get(node.tag)
         if construct is None:
-            m = node.start_mark
-            self.errors.append(
-                SourceError(self.path, m.line + 1, m.column + 1,
-                            f"unsupported YAML tag '{node.tag}'; expected plain values")
-            )  # fmt: skip
+            self.errors.append(_tag_error(self.path, node))
             return node.value
         try:
             return construct(_CONSTRUCTOR, node)
         except (ValueError, yaml.YAMLError) as exc:
             m = node.start_mark
+            kind = node.tag.rpartition(":")[2]
             self.errors.append(
-                SourceError(self.path, m.line + 1, m.column + 1, f"invalid value: {exc}")
-            )
+                SourceError(
+                    self.path, m.line + 1, m.column + 1,
+                    f"invalid {kind} {node.value!r}: {exc}; expected a valid {kind}, or quote "
+                    "it to mean text",
+                )
+            )  # fmt: skip
             return node.value
+
+
+def _tag_error(path: str, node) -> SourceError:
+    m = node.start_mark
+    return SourceError(
+        path, m.line + 1, m.column + 1,
+        f"unsupported YAML tag '{node.tag}'; expected plain values (text, numbers, lists and "
+        "mappings); remove the tag",
+    )  # fmt: skip
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceError:
@@ -267,6 +281,18 @@ def _syntax_error(exc: yaml.MarkedYAMLError, text: str, path: str) -> SourceErro
     return SourceError(path, line, col, f"{message}; {hint}".translate(_SHOW))
 
 
+def _reader_error(exc: ReaderError, text: str, path: str) -> SourceError:
+    pos = exc.position if isinstance(exc.position, int) else 0
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+    return SourceError(
+        path, line, col,
+        f"invalid YAML: non-printable character {char}; expected text; remove the "
+        "character (is this a binary file?)",
+    )  # fmt: skip
+
+
 _DEFAULT_HINT = "expected 'key: value' lines indented with spaces"
 _HINTS = (
     ("mapping values are not allowed", "expected one 'key: value' per line; quote a value that contains ': '"),
@@ -276,6 +302,7 @@ _HINTS = (
     ("expected ',' or '}'", "a '{' is not closed; expected '}' at the end of the mapping"),
     ("end of stream", "a quote or bracket is not closed"),
     ("found undefined alias", "define the anchor (&name) before using it (*name)"),
+    ("another document", "a world file is one YAML document; remove the '---' line and what follows"),
 )  # fmt: skip
 
 
@@ -286,7 +313,9 @@ def parse_yaml(text: str, path: str) -> Document:
         node = _compose(hidden)
     except yaml.MarkedYAMLError as exc:
         raise WorldFileError(_syntax_error(exc, text, path)) from None
-    except yaml.YAMLError as exc:  # e.g. a reader error without a mark
+    except ReaderError as exc:  # a character YAML does not allow: no mark
+        raise WorldFileError(_reader_error(exc, text, path)) from None
+    except yaml.YAMLError as exc:
         raise WorldFileError(SourceError(path, 1, 1, f"invalid YAML: {exc}")) from None
     if node is None:
         return Document(None, path, {})  # an empty file
