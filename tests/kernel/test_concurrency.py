@@ -221,3 +221,50 @@ async def test_acall_under_pytest_trio(nursery):
 
 
 test_acall_under_pytest_trio = pytest.mark.trio(test_acall_under_pytest_trio)
+
+
+#: a batch with everything that can go wrong at once: a handler that refuses, an invalid call,
+#: an unknown tool, and two writes to each of two records
+MIXED = [
+    ("issue_refund", {"order_id": "9", "amount": 1.0}),  # the handler raises: order 9 missing
+    ("get_order", {"id": 5}),  # invalid
+    ("refund_everything", {}),  # unknown
+    ("delete_order", {"id": "3"}),
+    ("delete_order", {"id": "3"}),
+    ("update_order", {"id": "1", "total": 1.0}),
+    ("update_order", {"id": "1", "total": 2.0}),
+    ("issue_refund", {"order_id": "1", "amount": 2.0}),
+    ("get_order", {"id": "1"}),
+]
+
+
+@pytest.mark.parametrize("runner", [under_trio, under_asyncio], ids=["trio", "asyncio"])
+def test_a_batch_with_failures_and_conflicting_writes_gives_one_log(runner):
+    logs = set()
+    for attempt in range(20):
+        world = World.from_spec(SPEC, run=4)
+        world.set_faults({"default": {"latency_ms": [10, 3000]}})
+        order = list(range(len(MIXED)))
+        random.Random(attempt).shuffle(order)
+        got = runner(world, [MIXED[i] for i in order])
+        result = dict(zip(order, got))  # position in MIXED -> its result
+        logs.add(encode_events(world.events))
+    assert len(logs) == 1
+
+    assert result[0].error_kind == "handler_error"
+    assert result[1].error_kind == "invalid_arguments"
+    assert result[2].error_kind == "unknown_tool"
+    # Each operation runs against the state as of its own completion, not its start: of two
+    # deletes of one record the later one finds nothing, and of two updates the later wins.
+    deletes = sorted((result[3], result[4]), key=lambda r: r.finished_at)
+    assert deletes[0].finished_at < deletes[1].finished_at
+    assert (deletes[0].ok, deletes[1].error_kind) == (True, "not_found")
+    updates = sorted((result[5], result[6]), key=lambda r: r.finished_at)
+    assert updates[0].finished_at < updates[1].finished_at
+    assert world.orders.get("1").total == updates[1].args["total"]
+    # a read sees whatever committed before it in virtual time
+    read = result[8]
+    committed = [u for u in updates if u.finished_at <= read.finished_at]
+    expected_total = committed[-1].args["total"] if committed else 10.0
+    assert read.value["total"] == expected_total
+    assert replay(SPEC, world.events).state_hash() == world.state_hash()

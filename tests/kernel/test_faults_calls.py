@@ -127,7 +127,7 @@ def test_timeout_s_and_timeout_before_commit():
     [
         ("http_500", "500 Internal Server Error: payments.issue_refund failed with an unexpected error"),
         ("http_502", "502 Bad Gateway: the upstream server for payments.issue_refund sent an invalid response"),
-        ("http_503", "503 Service Unavailable: payments is temporarily unavailable; try again later"),
+        ("http_503", "503 Service Unavailable: payments.issue_refund is temporarily unavailable; try again later"),
         ("http_429", "429 Too Many Requests: payments.issue_refund is rate limited; retry after 1s"),
         ("not_found", "404 Not Found: payments.issue_refund: the requested resource was not found"),
     ],
@@ -483,3 +483,128 @@ def test_replay_of_a_faulty_log_rebuilds_the_same_state():
     # and through the JSON Lines codec (datetimes come back as text and are coerced)
     again = replay(SPEC, decode_events(encode_events(world.events)))
     assert again.state_hash() == world.state_hash()
+
+
+# ---------------------------------------------------------------------------------------------
+# commit: where it means something, and where the loader refuses it
+# ---------------------------------------------------------------------------------------------
+
+ORDER = {"status": "placed", "total": 4.0}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["timeout", "http_500", "http_502", "http_503", "not_found", "empty_result", "malformed_json"],
+)
+@pytest.mark.parametrize("commit", [True, False])
+def test_commit_decides_whether_the_write_stays(kind, commit):
+    world = shop({"orders.create_order": {"errors": {kind: {"p": 1, "commit": commit}}}})
+    result = world.call("create_order", ORDER)
+    assert result.fault == kind
+    assert len(world.orders) == (4 if commit else 3)
+    assert world.trace.faults()[0].detail["commit"] is commit
+
+
+def test_empty_result_with_commit_answers_empty_after_the_write():
+    world = shop({"orders.update_order": {"errors": {"empty_result": {"p": 1, "commit": True}}}})
+    result = world.call("update_order", {"id": "1", "total": 9.0})
+    assert (result.ok, result.text) == (True, "{}")
+    assert world.orders.get("1").total == 9.0
+    missing = world.call("update_order", {"id": "9", "total": 9.0})
+    assert (missing.ok, missing.error_kind) == (False, "not_found")  # the real answer
+
+
+@pytest.mark.parametrize("kind", ["timeout_before_commit", "http_429", "stale_read", "duplicate"])
+def test_commit_is_a_load_error_where_there_is_no_choice(kind):
+    world = shop()
+    text = f"orders.*: {{errors: {{{kind}: {{p: 0.1, commit: true}}}}}}"
+    with pytest.raises(WorldFileError) as info:
+        world.set_faults(text)
+    (problem,) = info.value.errors
+    assert (problem.line, problem.col) == (1, text.index(", commit") + 3)
+    assert problem.message.startswith(f"'commit' does not apply to {kind}; expected it only with")
+    with pytest.raises(WorldFileError, match="'commit' does not apply to duplicate"):
+        world.set_faults({"orders.*": {"script": {1: {"kind": "duplicate", "commit": False}}}})
+
+
+# ---------------------------------------------------------------------------------------------
+# Kinds that cannot happen to an operation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_kind_that_cannot_happen_to_the_operation_it_names_is_a_load_error(tmp_path):
+    world_file = tmp_path / "w.yaml"
+    world_file.write_text(
+        WORLD.read_text()
+        + textwrap.dedent(
+            """
+            faults:
+              orders.get_order:
+                errors: { duplicate: 0.1 }
+                script: { 2: duplicate }
+              orders.create_order: { errors: { stale_read: 0.1 } }
+            """
+        )
+    )
+    (tmp_path / "faults_handlers.py").write_text((WORLD.parent / "faults_handlers.py").read_text())
+    with pytest.raises(WorldFileError) as info:
+        load_spec(world_file)
+    lines = WORLD.read_text().count("\n")
+    got = [(e.line - lines, e.col, e.message) for e in info.value.errors]
+    assert got == [
+        (
+            4,
+            15,
+            "duplicate cannot happen to orders.get_order, a get operation; expected it only "
+            "on create, update, delete or custom operations; remove it (a default: or "
+            "service.* rule may name it: the operations it does not fit skip it)",
+        ),
+        (5, 18, got[1][2]),
+        (6, 36, got[2][2]),
+    ]
+    assert got[1][2].startswith("duplicate cannot happen to orders.get_order")
+    assert got[2][2].startswith(
+        "stale_read cannot happen to orders.create_order, a create operation; expected it "
+        "only on get or list operations"
+    )
+
+
+def test_general_rules_may_name_them_and_the_operations_they_do_not_fit_skip_them():
+    world = shop(
+        {"default": {"errors": {"stale_read": 0.5, "duplicate": 0.5}, "script": {1: "duplicate"}}}
+    )
+    got = world.call("get_order", {"id": "1"})
+    assert got.ok
+    created = world.call("create_order", ORDER)
+    assert created.fault == "duplicate"
+    assert len(world.orders) == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# More rate-limit and clock details
+# ---------------------------------------------------------------------------------------------
+
+
+def test_calls_answered_by_an_http_429_fault_do_not_count_towards_the_limit():
+    world = shop(
+        {
+            "orders.list_orders": {
+                "rate_limit": {"calls": 1, "per_seconds": 60},
+                "script": {1: "http_429"},
+            }
+        }
+    )
+    assert world.call("list_orders", {}).error_kind == "http_429"
+    assert world.call("list_orders", {}).ok  # the 429 left the window empty
+    assert world.call("list_orders", {}).error_kind == "rate_limit"
+
+
+def test_a_handler_reading_the_clock_sees_the_virtual_time_its_operation_runs_at():
+    world = shop({"payments.issue_refund": {"latency_ms": 250, "script": {2: "timeout"}}})
+    world.clock.advance(7)
+    first = world.call("issue_refund", REFUND)
+    second = world.call("issue_refund", REFUND)
+    at = [r.created_at for r in world.refunds.all()]
+    assert at == [T0 + timedelta(seconds=7.25), T0 + timedelta(seconds=7.5)]
+    assert first.finished_at == T0 + timedelta(seconds=7.25)
+    assert world.clock.now() == second.finished_at == T0 + timedelta(seconds=37.5)

@@ -180,7 +180,7 @@ def test_no_rule_or_disabled_plan_decides_nothing():
         (
             "http_503",
             False,
-            "503 Service Unavailable: payments is temporarily unavailable; try again later",
+            "503 Service Unavailable: payments.issue_refund is temporarily unavailable; try again later",
         ),
         (
             "http_429",
@@ -343,3 +343,34 @@ def test_the_plan_decides_from_the_merged_rule():
     d = p.decide(REFUND, 1, now=NOW)
     assert (d.kind, d.latency_s) == ("http_503", 0.04)
     assert p.decide(GET_ORDER, 1, now=NOW) == FaultDecision(latency_s=0.04, k=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a decision does not depend on
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_order_kinds_are_written_in_never_changes_a_decision():
+    a, b = err("http_500", 0.3), err("http_502", 0.3)
+    lat = Latency("uniform", lo_ms=10, hi_ms=900)
+    written = [
+        {"payments.issue_refund": FaultRule(latency=lat, errors=(a, b))},
+        {"payments.issue_refund": FaultRule(latency=lat, errors=(b, a))},
+        # the same kinds split over two keys, each way round: merging orders them differently
+        {"default": FaultRule(errors=(a,)), "payments.*": FaultRule(latency=lat, errors=(b,))},
+        {"default": FaultRule(errors=(b,)), "payments.*": FaultRule(latency=lat, errors=(a,))},
+    ]
+    results = [decisions(plan(rules), REFUND, 60) for rules in written]
+    assert all(r == results[0] for r in results[1:])
+    assert {d.kind for d in results[0]} == {None, "http_500", "http_502"}
+
+
+def test_a_script_entry_that_cannot_happen_to_the_operation_is_no_entry():
+    # a `default:` script's duplicate means nothing to a read: call 1 takes the rules instead
+    rule = FaultRule(errors=(err("http_503"),), script=((1, err("duplicate")),))
+    p = plan({"default": rule})
+    assert p.decide(GET_ORDER, 1, now=NOW).kind == "http_503"
+    assert (p.decide(REFUND, 1, now=NOW).kind, p.decide(REFUND, 1, now=NOW).source) == (
+        "duplicate",
+        "script",
+    )

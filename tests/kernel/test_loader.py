@@ -170,8 +170,8 @@ def test_full_form_fault_rules_and_merging():
         ErrorRule("timeout", 0.1, commit=True),
         ErrorRule("http_429", 0.05, retry_after_s=2.0),
         ErrorRule("duplicate", 0.01, times=2),
-        ErrorRule("stale_read", 0.02, lag_s=60.0),
     )
+    assert faults["catalog.*"].errors[1] == ErrorRule("stale_read", 0.02, lag_s=60.0)
     assert add.timeout_s == 45
     assert add.script == (
         (2, ErrorRule("timeout", 1.0)),
@@ -185,9 +185,9 @@ def test_full_form_fault_rules_and_merging():
     merged = merged_rule(faults, "catalog", "add_product")
     assert merged.latency == Latency("lognormal", p50_ms=80, p99_ms=900)  # catalog.* wins
     assert [e.kind for e in merged.errors] == [
-        "http_503", "timeout", "http_429", "duplicate", "stale_read",
+        "http_503", "stale_read", "timeout", "http_429", "duplicate",
     ]  # fmt: skip
-    assert merged.errors[1].timeout_s == 45  # rule-level timeout_s fills the timeout kinds
+    assert merged.errors[2].timeout_s == 45  # rule-level timeout_s fills the timeout kinds
     assert merged.script[0][1].timeout_s == 45
     assert merged.loc == add.loc
 

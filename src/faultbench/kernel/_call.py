@@ -279,6 +279,11 @@ def execute(world: World, flight: Flight) -> None:
                 else:
                     tx.commit()
         elif kind == "empty_result":
+            if d.commit:  # type: ignore[union-attr]
+                # The write happened and the body got lost: 200 with nothing in it. An error
+                # answer is passed on intact, as for malformed_json.
+                _, tx = _attempt(world, flight)
+                tx.commit()
             flight.value = [] if flight.op.kind == "list" else {}
         elif kind == "stale_read":
             past = state_as_of(world, flight.exec_at - timedelta(seconds=d.lag_s or 0.0))  # type: ignore[union-attr]

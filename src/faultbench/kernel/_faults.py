@@ -26,9 +26,11 @@ from statistics import NormalDist
 
 import msgspec
 
-from ._spec import ErrorRule, FaultRule, OperationSpec, RecordSpec
+from ._spec import ERROR_KINDS, ErrorRule, FaultRule, OperationSpec, RecordSpec
 
 __all__ = [
+    "APPLIES_TO",
+    "COMMIT_KINDS",
     "FAILURE_KINDS",
     "SUCCESS_KINDS",
     "FaultDecision",
@@ -68,12 +70,24 @@ _DEFAULT_COMMIT = {
     "rate_limit": False,
 }
 
-#: Kinds that only make sense for some operation kinds; elsewhere a drawn one is ignored
-#: (the call runs normally), so a `default:` rule can mention them without a loader error.
-_APPLIES_TO = {
+#: Kinds that accept `commit:`. The others have nothing to choose: a stale read and a 429
+#: never run the operation, a duplicate always does, and `timeout_before_commit` says it in
+#: its name (`timeout` with `commit: false` is the same thing). The loader rejects the rest.
+COMMIT_KINDS = frozenset(
+    {"timeout", "http_500", "http_502", "http_503", "not_found", "empty_result", "malformed_json"}
+)
+
+#: Kinds that only make sense for some operation kinds. In a `default:` or `service.*` rule a
+#: drawn one is ignored where it does not fit (the call runs normally); in a rule keyed by
+#: the operation itself the loader rejects it, since it could never happen.
+APPLIES_TO = {
     "stale_read": frozenset({"get", "list"}),
     "duplicate": frozenset({"create", "update", "delete", "custom"}),
 }
+
+#: The cumulative error draw walks kinds in this fixed order, not in the order the file lists
+#: them (nor the order merging left them in), so reordering keys never changes a run.
+_KIND_ORDER = {kind: i for i, kind in enumerate(ERROR_KINDS)}
 
 _TIMEOUT_KINDS = frozenset({"timeout", "timeout_before_commit"})
 _BY_ID = frozenset({"get", "update", "delete"})
@@ -142,12 +156,17 @@ class FaultPlan:
         self._active: dict[str, bool] = {}
 
     def rule_for(self, op: OperationSpec) -> FaultRule:
-        """The merged rule (default -> service.* -> service.operation) one operation sees."""
+        """The merged rule (default -> service.* -> service.operation) one operation sees,
+        its errors in the fixed draw order (ERROR_KINDS)."""
         rule = self._merged.get(op.qualname)
         if rule is None:
             from ._loader import merged_rule  # the loader owns the merge semantics
 
-            rule = self._merged[op.qualname] = merged_rule(self.rules, op.service, op.name)
+            rule = merged_rule(self.rules, op.service, op.name)
+            errors = tuple(sorted(rule.errors, key=lambda e: _KIND_ORDER[e.kind]))
+            if errors != rule.errors:
+                rule = msgspec.structs.replace(rule, errors=errors)
+            self._merged[op.qualname] = rule
         return rule
 
     def rng(self, op: OperationSpec, k: int) -> random.Random:
@@ -200,7 +219,9 @@ class FaultPlan:
         kind: str | None = None
         retry_after: float | None = None
         for script_k, entry in rule.script:
-            if script_k == k:
+            # An entry that cannot happen to this operation (a `default:` script's duplicate,
+            # on a read) is no entry: the call goes through the rules as usual.
+            if script_k == k and _fits(entry.kind, op):
                 chosen, source = entry, "script"
                 break
         if chosen is None and rule.rate_limit is not None:
@@ -228,7 +249,7 @@ class FaultPlan:
 
         if chosen is not None:
             kind = chosen.kind
-            if kind in _APPLIES_TO and op.kind not in _APPLIES_TO[kind]:
+            if not _fits(kind, op):  # drawn where it cannot happen: the call runs normally
                 chosen = kind = source = None
         if kind is None:
             if latency_s == 0.0:
@@ -274,6 +295,11 @@ class FaultPlan:
 # ---------------------------------------------------------------------------------------------
 # Draws and windows
 # ---------------------------------------------------------------------------------------------
+
+
+def _fits(kind: str, op: OperationSpec) -> bool:
+    allowed = APPLIES_TO.get(kind)
+    return allowed is None or op.kind in allowed
 
 
 def _latency_s(rule: FaultRule, u: float) -> float:
@@ -357,7 +383,7 @@ def fault_message(
     if kind == "http_502":
         return f"502 Bad Gateway: the upstream server for {name} sent an invalid response"
     if kind == "http_503":
-        return f"503 Service Unavailable: {op.service} is temporarily unavailable; try again later"
+        return f"503 Service Unavailable: {name} is temporarily unavailable; try again later"
     if kind == "http_429":
         return (
             f"429 Too Many Requests: {name} is rate limited; "
