@@ -210,6 +210,53 @@ def test_k_counts_valid_calls_per_tool_only(world):
             "invalid arguments for flaky_refund: `mode`: expected one of 'crash', 'deny', "
             "'bad_return', 'ok', got \"explode\"",
         ),
+        # numbers a JSON log cannot carry back, and booleans, which Python counts as ints
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": 1, "qty": 2**63},
+            "invalid arguments for create_order: `qty`: expected an integer from "
+            "-9223372036854775808 to 9223372036854775807, got 9223372036854775808",
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": float("nan")},
+            "invalid arguments for create_order: `total`: expected a finite number, got NaN",
+        ),
+        (
+            "issue_refund",
+            {"order_id": "1", "amount": float("inf")},
+            "invalid arguments for issue_refund: `amount`: expected a finite number, got Infinity",
+        ),
+        (
+            "create_order",
+            {"customer": "1", "status": "placed", "total": 1, "qty": True},
+            "invalid arguments for create_order: `qty`: expected an integer, got true",
+        ),
+        # containers and nulls where a scalar belongs
+        (
+            "create_order",
+            {"customer": {"id": "1"}, "status": "placed", "total": 1},
+            "invalid arguments for create_order: `customer`: expected a string (a record id), "
+            'got {"id":"1"}',
+        ),
+        (
+            "list_orders",
+            {"status": ["placed"]},
+            "invalid arguments for list_orders: `status`: expected one of 'placed', 'shipped', "
+            "'refunded', got [\"placed\"]",
+        ),
+        (
+            "update_order",
+            {"id": "1", "status": None},
+            "invalid arguments for update_order: `status`: expected one of 'placed', 'shipped', "
+            "'refunded', got null",
+        ),
+        (
+            "get_order",
+            {1: "1"},
+            "invalid arguments for get_order: expected argument names (strings). Instead, "
+            "received the key 1",
+        ),
         (
             "get_order",
             ["1"],
@@ -332,7 +379,7 @@ def test_schemas_are_inline_closed_and_typed(world):
     assert props["created_at"] == {
         "type": ["string", "null"],
         "format": "date-time",
-        "description": "created_at of the order (RFC 3339 date-time with timezone) (optional)",
+        "description": "created_at of the order, an RFC 3339 date-time with timezone (optional)",
     }
     assert "omit it" in props["id"]["description"]
     assert "$ref" not in json.dumps(s)
@@ -346,3 +393,181 @@ def test_schemas_are_inline_closed_and_typed(world):
     f = world.tool("flaky_refund").input_schema
     assert f["required"] == ["order_id"]
     assert f["properties"]["mode"]["enum"] == ["crash", "deny", "bad_return", "ok"]
+
+
+# --- handlers that push at the transaction's edges -------------------------------------------
+
+_EDGE_WORLD = """
+name: edges
+services:
+  s:
+    records:
+      item:
+        name: str
+        n: { type: int, default: 0 }
+    seed:
+      item:
+        rows:
+          - { id: "1", name: a }
+    operations:
+      get_item: { kind: get, record: item }
+      read_own_writes: { kind: custom, handler: edge_handlers.read_own_writes }
+      call_a_tool: { kind: custom, handler: edge_handlers.call_a_tool }
+      reach_the_world: { kind: custom, handler: edge_handlers.reach_the_world }
+      write_the_world: { kind: custom, handler: edge_handlers.write_the_world }
+      cyclic_answer: { kind: custom, handler: edge_handlers.cyclic_answer }
+"""
+
+_EDGE_HANDLERS = """
+WORLD = {}  # a test puts the World itself here, as a careless handler module might
+
+
+def read_own_writes(world, clock, name: str):
+    item = world.items.insert(name=name)
+    world.items.update(item.id, n=5)
+    return {
+        "name": world.items.get(item.id).name,
+        "n": world.items.get(item.id).n,
+        "ids": [i.id for i in world.items.all()],
+        "count": len(world.items),
+        "pending": len(world.events),
+    }
+
+
+def call_a_tool(world, clock):
+    world.items.insert(name="x")
+    return world.call("get_item", {"id": "1"})
+
+
+def reach_the_world(world, clock):
+    world.items.insert(name="x")
+    return WORLD["world"].call("get_item", {"id": "1"})
+
+
+def write_the_world(world, clock):
+    world.items.insert(name="x")
+    WORLD["world"].items.insert(name="around the transaction")
+
+
+def cyclic_answer(world, clock):
+    world.items.insert(name="x")
+    a = []
+    a.append(a)
+    return a
+"""
+
+
+@pytest.fixture
+def edges(tmp_path):
+    from faultbench.kernel import load_world
+
+    (tmp_path / "edges.yaml").write_text(_EDGE_WORLD)
+    (tmp_path / "edge_handlers.py").write_text(_EDGE_HANDLERS)
+    world = load_world(tmp_path / "edges.yaml")
+    for handler in world.spec.handlers.values():
+        handler.__globals__["WORLD"]["world"] = world
+    return world
+
+
+def test_a_handler_reads_its_own_pending_writes(edges):
+    r = edges.call("read_own_writes", {"name": "b"})
+    assert r.value == {"name": "b", "n": 5, "ids": ["1", "2"], "count": 2, "pending": 2}
+    assert edges.items.get("2").n == 5
+
+
+@pytest.mark.parametrize(
+    ("tool", "message"),
+    [
+        (
+            "call_a_tool",
+            "internal error in handler edge_handlers.call_a_tool: AttributeError: handlers "
+            "cannot call tools (world.call): a call is one transaction with its own fault "
+            "decision. Read and write records through the tables instead: world.items.get(id)",
+        ),
+        (
+            "reach_the_world",
+            "internal error in handler edge_handlers.reach_the_world: RuntimeError: handler "
+            "edge_handlers.reach_the_world tried world.call('get_item') while its call is "
+            "running.",
+        ),
+        (
+            "write_the_world",
+            "internal error in handler edge_handlers.write_the_world: RuntimeError: handler "
+            "edge_handlers.write_the_world tried to write to the world (RecordCreated) while "
+            "its call is running.",
+        ),
+        (
+            "cyclic_answer",
+            "internal error in handler edge_handlers.cyclic_answer: its return value is not "
+            "JSON: maximum recursion depth exceeded",
+        ),
+    ],
+)
+def test_handlers_cannot_reach_around_their_transaction(edges, tool, message):
+    """Calling a tool from a handler is refused (a call is one transaction with one fault
+    decision), so is writing to the World object itself; the call fails cleanly, logged,
+    with nothing written, and the world keeps working."""
+    from faultbench.kernel import replay
+
+    before = edges.snapshot()
+    n = len(edges.events)
+    r = edges.call(tool)
+    assert (r.ok, r.error_kind) == (False, "internal_error"), r.text
+    assert r.text.startswith(message)
+    assert not edges.diff(before)
+    assert [type(e) for e in edges.events_since(n)] == [CallStarted, CallFailed]
+    assert edges.call("get_item", {"id": "1"}).ok
+    assert replay(edges.spec, edges.events).state_hash() == edges.state_hash()
+
+
+def _world_files():
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    return sorted(
+        [
+            *(root / "tests" / "worlds").glob("*.yaml"),
+            *(root / "examples").glob("*/worlds/*.yaml"),
+            *(root / "examples").glob("*/world.yaml"),
+        ]
+    )
+
+
+@pytest.mark.parametrize("path", _world_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_schema_is_valid_draft_2020_12_and_self_contained(path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from faultbench.kernel import load_world
+
+    world = load_world(path)
+    assert world.tools
+    for tool in world.tools:
+        schema = tool.input_schema
+        jsonschema.Draft202012Validator.check_schema(schema)
+        text = json.dumps(schema)
+        assert "$ref" not in text
+        assert "$defs" not in text
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+        assert set(schema["required"]) <= set(schema["properties"])
+        assert tool.description, tool.name
+        for name, prop in schema["properties"].items():
+            assert prop.get("description"), (tool.name, name)
+            if "enum" in prop:
+                assert prop["enum"], (tool.name, name)
+
+
+def test_descriptions_say_what_which_record_and_how_it_fails(world):
+    d = {t.name: t.description for t in world.tools}
+    assert d["create_order"] == "Create an order. Returns the new order, including its id."
+    assert d["delete_order"].startswith("Delete an order by id.")
+    assert d["update_order"].endswith("Fails with a not-found error if there is none.")
+    assert d["list_orders"] == (
+        "List orders, optionally filtered by status, customer (exact match). Returns an array "
+        "of orders in id order."
+    )
+    props = world.tool("list_orders").input_schema["properties"]
+    assert props["customer"]["description"] == (
+        "only orders of this customer (its id); omit to not filter on it"
+    )
+    note = world.tool("update_order").input_schema["properties"]["note"]["description"]
+    assert note.endswith("omit to keep the current value, null to clear it")

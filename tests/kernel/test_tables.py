@@ -90,6 +90,15 @@ def test_insert_fills_defaults_and_nulls_and_normalizes(world):
             r"order.created_at: expected a timezone-aware datetime",
         ),
         ({"colour": "red"}, r"order has no field 'colour'; expected one of: id, customer"),
+        # Out of range values: a NaN or an int beyond int64 would not survive a JSON log.
+        ({"total": float("nan")}, r"order.total: expected a finite number. Instead, received: NaN"),
+        ({"total": -float("inf")}, r"order.total: expected a finite number. .*: -Infinity"),
+        ({"total": 10**400}, r"order.total: expected a finite number. Instead, received: 1000"),
+        (
+            {"qty": 2**63},
+            r"order.qty: expected an integer from -9223372036854775808 to 9223372036854775807. "
+            r"Instead, received: 9223372036854775808",
+        ),
     ],
 )
 def test_insert_type_errors_name_field_expected_and_received(world, fields, message):

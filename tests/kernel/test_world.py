@@ -100,6 +100,13 @@ def test_clock_refuses_to_go_backwards(world):
         world.clock.advance("5s")
 
 
+@pytest.mark.parametrize("seconds", [float("nan"), float("inf"), 1e12, 10**30])
+def test_clock_refuses_steps_a_datetime_cannot_take(world, seconds):
+    with pytest.raises(ValueError, match=r"Expected a finite number of seconds that keeps the"):
+        world.clock.advance(seconds)
+    assert world.clock.now() == T0
+
+
 def test_events_is_a_fixed_view_and_events_since(world):
     view = world.events
     n = len(view)

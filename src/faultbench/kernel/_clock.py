@@ -30,21 +30,26 @@ class VirtualClock:
 
     def advance(self, seconds: float | timedelta) -> datetime:
         """Move time forward by `seconds` (a number or a timedelta); returns the new time."""
-        if isinstance(seconds, timedelta):
-            delta = seconds
-        elif isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
-            delta = timedelta(seconds=seconds)
-        else:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float | timedelta):
             raise TypeError(
                 "Expected a number of seconds or a timedelta. Instead, received: "
                 f"{seconds!r} ({type(seconds).__name__})"
             )
+        now = self.now()
+        try:
+            delta = seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds)
+            to = now + delta
+        except (OverflowError, ValueError):  # NaN, inf, or past datetime's year 9999
+            raise ValueError(
+                f"Expected a finite number of seconds that keeps the clock before year 10000. "
+                f"Instead, received: {seconds!r} (the clock is at {now.isoformat()})."
+            ) from None
         if delta < timedelta(0):
             raise ValueError(
                 f"The virtual clock only moves forward. Expected seconds >= 0. Instead, "
                 f"received: {seconds!r}. To go back in time, restore a snapshot."
             )
-        return self._move(self.now() + delta)
+        return self._move(to)
 
     def set(self, dt: datetime | str) -> datetime:
         """Jump to `dt` (a datetime, naive means UTC, or an ISO 8601 string). Never backwards."""

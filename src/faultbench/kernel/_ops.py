@@ -91,6 +91,12 @@ class Transaction:
         return {name: self.table(name) for name in self.spec.records}
 
     def __getattr__(self, name: str) -> Table:
+        if name in ("call", "acall"):
+            example = next((f"world.{r.plural}.get(id)" for r in self.spec.records.values()), "")
+            raise AttributeError(
+                f"handlers cannot call tools (world.{name}): a call is one transaction with its "
+                f"own fault decision. Read and write records through the tables instead: {example}"
+            )
         if name.startswith("_") or name not in self.spec.accessors:
             raise AttributeError(
                 f"the world passed to handlers has no attribute {name!r}."
@@ -188,6 +194,8 @@ class CompiledOp:
         where = self.spec.handler or self.name
         if self.handler is None:
             raise HandlerCrashed(f"internal error in handler {where}: handler not loaded")
+        world = tx._world
+        outer, world._handler = world._handler, where
         try:
             value = self.handler(tx, tx.clock, **args)
         except ToolCallError:
@@ -198,6 +206,8 @@ class CompiledOp:
             raise HandlerCrashed(
                 f"internal error in handler {where}: {type(exc).__name__}: {exc}"
             ) from exc
+        finally:
+            world._handler = outer
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
@@ -207,7 +217,7 @@ class CompiledOp:
             )
         try:
             return to_json_value(value)
-        except (TypeError, msgspec.EncodeError, ValueError) as exc:
+        except Exception as exc:  # RecursionError for a cyclic value, too
             raise HandlerCrashed(
                 f"internal error in handler {where}: its return value is not JSON: {exc}"
             ) from None

@@ -11,7 +11,9 @@ into "invalid arguments for get_order: `id`: expected a string, got 42".
 from __future__ import annotations
 
 import difflib
+import math
 import re
+import sys
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -59,8 +61,17 @@ def describe_field(f: FieldSpec) -> str:
     return describe_kind(f.kind, f.choices, f.optional)
 
 
+#: Integers a record or an argument may hold: a signed 64-bit range, as real services (and
+#: every JSON reader of an event log) can store; Python's unbounded ints would not round-trip.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+_INT_RANGE = f"an integer from {INT_MIN} to {INT_MAX}"
+_FINITE = "a finite number"
+
+
 def show_value(value: Any) -> str:
     """A received value as the agent wrote it: JSON when possible."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value).replace("inf", "Infinity").replace("nan", "NaN")
     try:
         text = msgspec.json.encode(value).decode()
     except (TypeError, msgspec.EncodeError):
@@ -90,7 +101,7 @@ def _about(f: FieldSpec, rspec: RecordSpec) -> str:
     if f.kind == "enum":
         return f"{f.name} of the {rspec.name}: one of {', '.join(f.choices)}"
     if f.kind == "datetime":
-        return f"{f.name} of the {rspec.name} (RFC 3339 date-time with timezone)"
+        return f"{f.name} of the {rspec.name}, an RFC 3339 date-time with timezone"
     return f"{f.name} of the {rspec.name}"
 
 
@@ -110,7 +121,9 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
         for name in op.filter:
             f = rspec.field(name)
             assert f is not None, f"filter field {name!r} was validated by the loader"
-            text = f"only {rspec.plural} whose {name} equals this ({describe_field(f)})"
+            text = f"only {rspec.plural} whose {name} equals this; omit to not filter on it"
+            if f.kind == "ref":
+                text = f"only {rspec.plural} of this {f.ref} (its id); omit to not filter on it"
             out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
         return out
     if op.kind == "create":
@@ -134,6 +147,8 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
         for f in rspec.fields:
             if f.name != "id":
                 text = _about(f, rspec) + "; omit to keep the current value"
+                if f.optional:
+                    text += ", null to clear it"
                 out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
         return out
     raise AssertionError(f"unknown operation kind {op.kind!r}")
@@ -158,10 +173,20 @@ def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> st
         by = f", optionally filtered by {', '.join(op.filter)} (exact match)" if op.filter else ""
         return f"List {r.plural}{by}. Returns an array of {r.plural} in id order."
     if op.kind == "create":
-        return f"Create a {r.name}. Returns the new {r.name}, including its id."
+        return f"Create {_a(r.name)}. Returns the new {r.name}, including its id."
     if op.kind == "update":
-        return f"Change fields of an existing {r.name}, by id. Returns the updated {r.name}."
-    return f"Delete a {r.name} by id. Returns the deleted {r.name}."
+        return (
+            f"Change fields of an existing {r.name}, by id; fields left out keep their value. "
+            f"Returns the updated {r.name}. Fails with a not-found error if there is none."
+        )
+    return (
+        f"Delete {_a(r.name)} by id. Returns the deleted {r.name}. Fails with a not-found error "
+        "if there is none."
+    )
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
 # --- JSON Schema -----------------------------------------------------------------------------
@@ -193,6 +218,9 @@ def input_schema(args: list[Arg]) -> dict[str, Any]:
 # --- msgspec validation ----------------------------------------------------------------------
 
 _UTC_DT = Annotated[datetime, msgspec.Meta(tz=True)]
+_INT64 = Annotated[int, msgspec.Meta(ge=INT_MIN, le=INT_MAX)]
+# NaN fails both bounds, so this also refuses NaN: neither it nor +-inf is JSON.
+_FINITE_FLOAT = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
 
 
 def _py_type(a: Arg) -> Any:
@@ -202,8 +230,8 @@ def _py_type(a: Arg) -> Any:
         t = {
             "str": str,
             "ref": str,
-            "int": int,
-            "float": float,
+            "int": _INT64,
+            "float": _FINITE_FLOAT,
             "bool": bool,
             "datetime": _UTC_DT,
             "list": list,
@@ -270,6 +298,12 @@ class Validator:
                 return head + (
                     "expected an object of named arguments. Instead, received: " + show_value(args)
                 )
+            bad = [k for k in args if not isinstance(k, str)]
+            if bad:
+                return head + (
+                    "expected argument names (strings). Instead, received the key "
+                    + show_value(bad[0])
+                )
             return head + msg
         name, rest, inner = m["name"], m["rest"], m["msg"]
         a = self._args.get(name)
@@ -277,6 +311,10 @@ class Validator:
         if rest or a is None:  # inside a list/dict argument: msgspec's words are precise
             return head + f"`{name}{rest}`: {inner[0].lower()}{inner[1:]}"
         want = describe_kind(a.kind, a.choices, a.nullable)
+        if a.kind == "int" and isinstance(got, int) and not isinstance(got, bool):
+            want = _INT_RANGE
+        elif a.kind == "float" and isinstance(got, int | float) and not isinstance(got, bool):
+            want = _FINITE
         text = f"`{name}`: expected {want}, got {show_value(got)}"
         if a.kind == "enum" and isinstance(got, str):
             close = difflib.get_close_matches(got, a.choices, n=1, cutoff=0.6)

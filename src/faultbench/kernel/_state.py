@@ -14,9 +14,13 @@ subtracts it, updating does both: O(1) per event, and the sum does not depend on
 which records were written. `state_hash()` then folds in the small scalar parts.
 
 The hash covers: every record (table, id, field values), the id counters, the virtual clock,
-the per-tool counts of valid calls and the call counter. It does not cover the log length,
-the run index or fault settings: two worlds with the same hash answer every future call the
-same way for the same fault plan.
+the per-tool counts of valid calls and the call counter. So two worlds with the same hash
+answer the same fault-free calls the same way (same records, same new ids and call ids, same
+times). It leaves out what is not state: the log itself, the seed, the run index and the
+fault settings. Some fault decisions also read the log's recent past (rate-limit windows
+count earlier calls, stale reads answer from an older state), so under faults two worlds with
+equal hashes but different histories may answer differently; compare logs (`diff_events`)
+for that.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import RecordError, RecordNotFound
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
-from ._schema import describe_field, show_value
+from ._schema import INT_MAX, INT_MIN, describe_field, show_value
 
 if TYPE_CHECKING:
     from ._spec import FieldSpec, RecordSpec
@@ -109,6 +109,7 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
     """`value` normalized for field `f` (ints widen to float, datetimes move to UTC), or a
     `RecordError` naming the field, the expected type and the received value."""
     kind = f.kind
+    want = None  # what the error says is expected, when the plain type name would mislead
     if value is None:
         if f.optional:
             return None
@@ -117,10 +118,18 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
             return value
     elif kind == "int":
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            if INT_MIN <= value <= INT_MAX:
+                return value
+            want = f"an integer from {INT_MIN} to {INT_MAX}"
     elif kind == "float":
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:  # an int beyond the float range
+                number = math.inf
+            if math.isfinite(number):
+                return number
+            want = "a finite number"
     elif kind == "bool":
         if isinstance(value, bool):
             return value
@@ -136,8 +145,7 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
         return value.astimezone(UTC)
     hint = did_you_mean(value, f.choices) if kind == "enum" and isinstance(value, str) else ""
     raise RecordError(
-        f"{table}.{f.name}: expected {describe_field(f)}. Instead, received: "
-        f"{show_value(value)}{hint}"
+        f"{table}.{f.name}: expected {want or describe_field(f)}. Instead, received: {show_value(value)}{hint}"
     )
 
 

@@ -92,6 +92,7 @@ class World:
         self._faults = bool(faults)
         self._ops = ops
         self._call_id: str | None = None  # writes outside calls carry no call id
+        self._handler: str | None = None  # the custom handler running now, if any (_ops.py)
         self._tables: dict[str, Table] = {}
         self._clock = VirtualClock(self)
         self._forked = False
@@ -112,8 +113,19 @@ class World:
     # --- the only ways state changes ---------------------------------------------------------
 
     def _emit(self, event: Event) -> None:
+        if self._handler is not None:
+            raise self._busy(f"to write to the world ({type(event).__name__})")
         self._state = apply(self._state, event)
         self._seg.items.append(event)
+
+    def _busy(self, what: str) -> RuntimeError:
+        # A handler that reached the world itself (e.g. through a global) would write around
+        # its call's transaction, which then could not commit.
+        return RuntimeError(
+            f"handler {self._handler} tried {what} while its call is running. A handler reads "
+            "and writes through the `world` argument it receives (its call's transaction), "
+            "and cannot call tools."
+        )
 
     def _adopt(self, state: State, events: list[Event]) -> None:
         """Take over a transaction's result: its final state and the events that built it."""
@@ -211,6 +223,8 @@ class World:
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
         """Call a tool as an agent would. Never raises for bad input: the result says."""
+        if self._handler is not None:
+            raise self._busy(f"world.call({tool!r})")
         return _call.run_call(self, tool, args)
 
     async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
@@ -263,6 +277,8 @@ class World:
             raise TypeError(
                 f"Expected a Snapshot (from world.snapshot()). Instead, received: {snap!r}"
             )
+        if self._handler is not None:
+            raise self._busy("world.restore()")
         if snap._spec is not self._spec and snap._spec.digest != self._spec.digest:
             raise ValueError(
                 f"Expected a snapshot of world {self.name!r}. Instead, received one of "
