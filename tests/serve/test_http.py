@@ -303,6 +303,15 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
         shared = (await control(server.base, "GET", "state")).json()["tables"]
         assert len(shared["order"]) == 3  # the template new sessions fork from
 
+        # A client that pins 2026-07-28 (no handshake, so no session) gets a tool error
+        # instead of silently writing to the shared template.
+        async with mcp.Client(server.url, mode="2026-07-28", read_timeout_seconds=15) as pinned:
+            refused = await pinned.call_tool("create_order", {"status": "placed", "total": 3.0})
+        assert refused.is_error
+        assert refused.meta["error_kind"] == "no_session"
+        assert "Mcp-Session-Id" in refused.content[0].text
+        assert (await control(server.base, "GET", "state")).json()["tables"] == shared
+
 
 # --- --events survives SIGKILL -------------------------------------------------------------------
 

@@ -173,7 +173,11 @@ class WorldServer(Server):
         if not self.isolate:
             return self.world
         request = ctx.request
-        session = request.headers.get(SESSION_HEADER) if request is not None else None
+        if request is None:  # in-process or stdio: one client, no sessions to tell apart
+            return self.world
+        session = request.headers.get(SESSION_HEADER)
+        if session is None:
+            raise _NoSession()
         return self.world_for(session)
 
     # --- tools ------------------------------------------------------------------------------
@@ -182,10 +186,10 @@ class WorldServer(Server):
         return [mcp_tool(t) for t in self.world.tools]
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
-        for tool in self.world.tools:
-            if tool.name == name:
-                return tool.input_schema
-        return None
+        try:
+            return self.world.tool(name).input_schema
+        except LookupError:
+            return None
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tool_list())
@@ -193,7 +197,15 @@ class WorldServer(Server):
     async def _on_call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         name = params.name
         try:
-            world = self._request_world(ctx)
+            try:
+                world = self._request_world(ctx)
+            except _NoSession:
+                return error_result(
+                    "This faultbench server gives each MCP session its own world (--isolate), "
+                    "and this request belongs to no session: connect with the initialize "
+                    "handshake (mcp.Client(url) does so by itself) and send its Mcp-Session-Id.",
+                    kind="no_session",
+                )
             try:
                 result = await world.acall(name, params.arguments or {})
             except ToolCallError as exc:  # a kernel that raises instead of returning
@@ -217,6 +229,10 @@ class WorldServer(Server):
             except Exception:
                 log.exception("after-call hook %r failed", hook)
         return out
+
+
+class _NoSession(Exception):
+    pass
 
 
 async def _no_discover(ctx: Any, params: Any) -> Any:
