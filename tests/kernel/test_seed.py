@@ -172,6 +172,24 @@ def test_refs_resolve_across_services_in_any_order_and_in_cycles():
     assert all(r["back"] in node_ids for r in rows["other"])
 
 
+def test_bare_refs_to_a_record_of_a_later_service():
+    spec = spec_of(
+        """\
+        services:
+          payments:
+            records: { refund: { order_id: ref[order], amount: float } }
+            seed: { count: 8 }
+          orders:
+            records: { order: { total: float } }
+            seed: { count: 3 }
+        """
+    )
+    assert spec.records["refund"].field("order_id").ref == "order"
+    rows = generate_rows(spec, 11)
+    assert {r["order_id"] for r in rows["refund"]} <= {"1", "2", "3"}
+    assert len({r["order_id"] for r in rows["refund"]}) > 1
+
+
 def test_str_fields_named_after_a_record_point_at_its_rows():
     spec = spec_of(
         """\
