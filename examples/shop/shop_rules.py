@@ -1,8 +1,9 @@
 """Business rules of the example shop: the custom operations of worlds/shop.yaml.
 
-Each handler is `(world, clock, **args)`. It reads and writes through the world's tables,
-reads time from `clock` only, and refuses a call by raising `LookupError` (no such thing),
-`ValueError` (not allowed in this state) or `PermissionError`; the agent sees the message.
+Each handler takes `world` and `clock`, then the tool's arguments by name. It reads and writes
+through the world's tables, reads time from `clock` only, and refuses a call by raising
+`LookupError` (no such thing), `ValueError` (not allowed in this state) or `PermissionError`;
+the agent sees the message.
 """
 
 from __future__ import annotations
