@@ -275,6 +275,7 @@ def test_invalid_arguments(world, tool, args, message):
     assert [type(e) for e in world.events_since(n)] == [CallStarted, CallFailed]
     assert world.events[n].k is None
     assert world.events[n + 1].message == message
+    assert world.trace.failures()[-1].error == message
 
 
 def test_enum_typo_gets_a_suggestion(world):
@@ -416,6 +417,7 @@ services:
       reach_the_world: { kind: custom, handler: edge_handlers.reach_the_world }
       write_the_world: { kind: custom, handler: edge_handlers.write_the_world }
       cyclic_answer: { kind: custom, handler: edge_handlers.cyclic_answer }
+      commit_early: { kind: custom, handler: edge_handlers.commit_early }
 """
 
 _EDGE_HANDLERS = """
@@ -447,6 +449,12 @@ def reach_the_world(world, clock):
 def write_the_world(world, clock):
     world.items.insert(name="x")
     WORLD["world"].items.insert(name="around the transaction")
+
+
+def commit_early(world, clock):
+    world.items.insert(name="x")
+    world.commit()
+    raise ValueError("changed my mind")
 
 
 def cyclic_answer(world, clock):
@@ -495,6 +503,12 @@ def test_a_handler_reads_its_own_pending_writes(edges):
             "internal error in handler edge_handlers.write_the_world: RuntimeError: handler "
             "edge_handlers.write_the_world tried to write to the world (RecordCreated) while "
             "its call is running.",
+        ),
+        (
+            "commit_early",
+            "internal error in handler edge_handlers.commit_early: RuntimeError: handler "
+            "edge_handlers.commit_early tried world.commit() (a call commits when its handler "
+            "returns) while its call is running.",
         ),
         (
             "cyclic_answer",

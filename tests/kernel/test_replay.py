@@ -184,11 +184,35 @@ _calls = st.one_of(
 )
 
 
+#: Every kind of fault at once, so random sequences meet timeouts that commit, duplicates,
+#: stale reads, rate limits and latency; the log alone must still rebuild the state.
+_FAULTS = {
+    "default": {"latency_ms": [0, 500]},
+    "shop.*": {
+        "errors": {"stale_read": {"p": 0.2, "lag_s": 600}, "http_503": 0.1, "timeout": 0.1},
+        "rate_limit": {"calls": 3, "per_seconds": 60},
+    },
+    "payments.*": {"errors": {"duplicate": 0.2, "timeout": 0.2, "malformed_json": 0.1}},
+}
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_calls, max_size=30))
 def test_replay_invariant_on_random_call_sequences(steps):
+    _check_replay_invariant(steps)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_calls, max_size=30), st.integers(0, 3))
+def test_replay_invariant_under_every_kind_of_fault(steps, run):
+    _check_replay_invariant(steps, faults=_FAULTS, run=run)
+
+
+def _check_replay_invariant(steps, faults=None, run=0):
     spec = make_shop_spec()
-    world = World.from_spec(spec)
+    world = World.from_spec(spec, run=run)
+    if faults is not None:
+        world.set_faults(faults)
     snaps = [world.snapshot()]
     for tool, args in steps:
         if tool == "@advance":

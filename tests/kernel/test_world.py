@@ -159,14 +159,15 @@ def test_snapshot_is_unaffected_by_later_writes(world):
     assert snap.at == T0
 
 
-def test_restore_rejects_foreign_snapshots(world, spec):
+def test_restore_and_fork_reject_foreign_snapshots(world, spec):
     from .conftest import make_shop_spec
 
     other = World.from_spec(make_shop_spec(digest="other"))
-    with pytest.raises(ValueError, match=r"snapshot of world 'shop'"):
-        world.restore(other.snapshot())
-    with pytest.raises(TypeError, match=r"Expected a Snapshot"):
-        world.restore("nope")
+    for use in (world.restore, world.fork):
+        with pytest.raises(ValueError, match=r"snapshot of world 'shop'"):
+            use(other.snapshot())
+        with pytest.raises(TypeError, match=r"Expected a Snapshot"):
+            use("nope")
 
 
 def test_reset_returns_to_the_seeded_state(world):

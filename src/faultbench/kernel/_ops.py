@@ -111,6 +111,8 @@ class Transaction:
         """Hand the pending events to the world: its state becomes this transaction's. The
         world must not have changed since the transaction began (calls are atomic)."""
         world = self._world
+        if world._handler is not None:
+            raise world._busy("world.commit() (a call commits when its handler returns)")
         if self._pending:
             if world._state.seq != self._pending[0].seq:
                 raise RuntimeError(

@@ -273,19 +273,22 @@ class World:
 
     def restore(self, snap: Snapshot) -> None:
         """Go back (or forward) to `snap`: state and log both, so replay still agrees."""
+        self._check_snapshot(snap)
+        if self._handler is not None:
+            raise self._busy("world.restore()")
+        self._state = snap._state
+        self._seg = Segment(snap._log)
+
+    def _check_snapshot(self, snap: Any) -> None:
         if not isinstance(snap, Snapshot):
             raise TypeError(
                 f"Expected a Snapshot (from world.snapshot()). Instead, received: {snap!r}"
             )
-        if self._handler is not None:
-            raise self._busy("world.restore()")
         if snap._spec is not self._spec and snap._spec.digest != self._spec.digest:
             raise ValueError(
                 f"Expected a snapshot of world {self.name!r}. Instead, received one of "
                 f"{snap._spec.name!r} (a different world file)."
             )
-        self._state = snap._state
-        self._seg = Segment(snap._log)
 
     def fork(
         self, snap: Snapshot | None = None, run: int | None = None, faults: bool | None = None
@@ -294,8 +297,8 @@ class World:
         parent's log prefix and state. Its first own event is `WorldForked`."""
         if snap is None:
             snap = self.snapshot()
-        elif not isinstance(snap, Snapshot):
-            raise TypeError(f"Expected a Snapshot or None. Instead, received: {snap!r}")
+        else:
+            self._check_snapshot(snap)
         child = World.__new__(World)
         child._setup(
             self._spec,
