@@ -820,6 +820,22 @@ def test_explicit_rows_are_type_checked(tmp_path):
     ]  # fmt: skip
 
 
+def test_row_counts_are_whole_numbers_within_reason(tmp_path):
+    text = """\
+        services:
+          s:
+            records: { a: { x: str }, b: { x: str }, c: { x: str }, d: { x: str } }
+            seed: { a: -1, b: ten, c: 10000000000, d: true }
+        """
+    expected = "expected a whole number from 0 to 1_000_000, e.g. 20"
+    assert problems(tmp_path, text) == [
+        (4, 16, f"invalid row count -1; {expected}"),
+        (4, 23, f"invalid row count 'ten'; {expected}"),
+        (4, 31, f"invalid row count 10000000000; {expected}"),
+        (4, 47, f"invalid row count True; {expected}"),
+    ]
+
+
 def test_required_ref_to_a_record_without_rows(tmp_path):
     text = """\
         services:

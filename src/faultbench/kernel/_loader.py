@@ -52,6 +52,8 @@ OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 FIELD_KEYS = ("type", "default", "optional")
 SCALAR_KINDS = ("str", "int", "float", "bool", "datetime")
+#: seed rows per record; a slip of the keyboard (`count: 10000000000`) must not hang a load
+MAX_ROWS = 1_000_000
 TYPE_HELP = "expected one of str, int, float, bool, datetime, enum[a, b] or ref[service.record]"
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -796,11 +798,13 @@ class _WorldLoader:
 
     def count(self, parent: dict, key: str) -> int:
         value = parent[key]
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ROWS:
             return value
         self.at_value(
-            parent, key, f"invalid row count {value!r}; expected a whole number >= 0, e.g. 20"
-        )
+            parent, key,
+            f"invalid row count {value!r}; expected a whole number from 0 to {MAX_ROWS:_}, "
+            "e.g. 20",
+        )  # fmt: skip
         return 0
 
     def rows(self, rec: str, parent: dict, key: str) -> list[dict[str, Any]]:
