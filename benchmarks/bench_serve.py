@@ -4,7 +4,10 @@ What is measured: one official `mcp.Client` making sequential `tools/call` reque
 (`get_order {"id": "1"}` on examples/shop/worlds/shop.yaml, no faults), over
 
 - in-process: `mcp.Client(server)` with `mode="auto"` (2026-07-28 direct dispatch) and
-  `mode="legacy"` (2025-11-25 handshake over memory streams), under trio;
+  `mode="legacy"` (2025-11-25 handshake over memory streams), under trio; plus a diagnostic
+  row where the world's `acall` is replaced by `World.call`, to show how much of the gap is
+  `acall` gathering concurrent calls into one virtual-time batch (it yields to the event loop
+  until every other task is blocked);
 - stdio: a `faultbench serve WORLD` subprocess;
 - HTTP: a `faultbench serve WORLD --http --port 0` subprocess (streamable HTTP, Hypercorn's
   trio worker), client in `mode="auto"`.
@@ -153,7 +156,16 @@ async def measure(transport: str, who: str, n: int) -> float:
         if who == "bare":
             server = bare_server()
         else:
-            server = build_server(faultbench.load_world(WORLD, faults=False))
+            world = faultbench.load_world(WORLD, faults=False)
+            server = build_server(world)
+            if "World.call" in transport:
+                # Diagnostic: what the server costs without World.acall's batching of
+                # concurrent calls (a faultbench server must use acall; this one is wrong
+                # under concurrency and only shows where the time goes).
+                async def acall(tool, args=None):
+                    return world.call(tool, args)
+
+                world.acall = acall
         return await calls_per_second(server, n, mode)
     if transport == "stdio":
         cmd = [*BARE, "stdio"] if who == "bare" else FAULTBENCH
@@ -186,6 +198,7 @@ def main() -> None:
     plan = [
         ("in-process", int(4000 * scale)),
         ("in-process (legacy)", int(3000 * scale)),
+        ("in-process (World.call)", int(4000 * scale)),
         ("stdio", int(2000 * scale)),
         ("http", int(1000 * scale)),
     ]
@@ -195,7 +208,7 @@ def main() -> None:
         f"# bench_serve: {platform.python_implementation()} {platform.python_version()}, "
         f"{platform.machine()}, {os.cpu_count()} CPUs, best of {rounds} round(s)"
     )
-    print(f"{'transport':<22}{'calls':>7}{'bare/s':>10}{'faultbench/s':>14}{'bare/fb':>9}  target")
+    print(f"{'transport':<26}{'calls':>7}{'bare/s':>10}{'faultbench/s':>14}{'bare/fb':>9}  target")
     for transport, n in plan:
         if args.only and transport not in args.only:
             continue
@@ -204,13 +217,15 @@ def main() -> None:
             for who in ("bare", "faultbench"):
                 best[who] = max(best[who], trio.run(measure, transport, who, n))
         ratio = best["bare"] / best["faultbench"]
-        if transport.startswith("in-process"):
+        if "World.call" in transport:
+            target = "diagnostic: no acall batching"
+        elif transport.startswith("in-process"):
             target = f"ratio <= 1.20: {'ok' if ratio <= 1.2 else 'MISSED'}"
         else:
             floor = 1000 if transport == "stdio" else 500
             target = f">= {floor}/s: {'ok' if best['faultbench'] >= floor else 'MISSED'}"
         print(
-            f"{transport:<22}{n:>7}{best['bare']:>10.0f}{best['faultbench']:>14.0f}{ratio:>9.2f}  {target}"
+            f"{transport:<26}{n:>7}{best['bare']:>10.0f}{best['faultbench']:>14.0f}{ratio:>9.2f}  {target}"
         )
 
 
