@@ -342,7 +342,8 @@ def _rate_limited(
 def created_field(record: RecordSpec) -> str | None:
     """The datetime field `not_found_if_newer_than` compares with: the first datetime field
     whose name contains "created", else "placed", else ends in "_at", else the first datetime
-    field at all (faultbench 0.1's rule). None when the record has no datetime field."""
+    field at all (faultbench 0.1 always took the first one). None when the record has no
+    datetime field."""
     fields = [f.name for f in record.fields if f.kind == "datetime"]
     for test in (
         lambda n: "created" in n,
