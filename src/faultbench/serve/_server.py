@@ -15,6 +15,8 @@ Facts about mcp 2.3.0 this module relies on (checked against the installed sourc
   So lists are sent bare to modern clients and as `{"result": [...]}` to legacy ones.
 - A handler exception becomes a JSON-RPC error, not a tool result; hence the catch-all in
   `_on_call_tool`. Only `Exception` is caught: cancellation must propagate.
+- A handler may return the result as a plain dict in wire form (camelCase keys plus
+  `"resultType": "complete"`, which 2026-07-28 requires); the runner validates it either way.
 - Tool arguments are not validated against `inputSchema` by the SDK; the kernel does it.
 - On the 2026-07-28 HTTP path, `Mcp-Param-*` header validation needs a tool's input schema
   and runs the whole `tools/list` handler per call unless `get_tool_input_schema` is set.
@@ -213,10 +215,12 @@ class WorldServer(Server):
             out = render_result(result, ctx.protocol_version)
         except Exception as exc:
             log.exception("internal error while calling tool %r", name)
+            detail = f"{type(exc).__name__}: {exc}"
+            detail = detail if len(detail) <= 300 else detail[:297] + "..."
             return error_result(
-                f"500 Internal Server Error: faultbench failed while running {name!r} "
-                f"({type(exc).__name__}: {exc}). This is a bug in faultbench or the world's "
-                "handlers, not in the agent; the server keeps serving.",
+                f"500 Internal Server Error: faultbench failed while running {name[:100]!r} "
+                f"({detail}). This is a bug in faultbench or the world's handlers, not in the "
+                "agent; the server keeps serving.",
                 kind="internal_error",
             )
         if log.isEnabledFor(logging.INFO):
