@@ -250,3 +250,35 @@ def test_replay_of_the_example_shop_from_its_path(tmp_path):
     rebuilt = replay(path, log)
     assert rebuilt.state_hash() == world.state_hash()
     assert rebuilt.to_dict() == world.to_dict()
+
+
+def test_state_hash_is_the_same_in_every_process():
+    """The hash folds sorted items and order-free digests, never `hash()` or a map's
+    iteration order, which change with PYTHONHASHSEED."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import WORLD_FILE
+
+    session = (
+        "from faultbench.kernel import load_world\n"
+        f"w = load_world({str(WORLD_FILE)!r})\n"
+        "w.call('issue_refund', {'order_id': '1', 'amount': 2})\n"
+        "w.call('create_order', {'id': 'b', 'customer': '1', 'status': 'placed', 'total': 1})\n"
+        "w.call('create_order', {'id': 'a', 'customer': '2', 'status': 'placed', 'total': 1})\n"
+        "w.clock.advance(5)\n"
+    )
+    hashes = {
+        subprocess.run(
+            [sys.executable, "-c", session + "print(w.state_hash())"],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2", "3")
+    }
+    here: dict = {}
+    exec(session, here)
+    assert hashes == {here["w"].state_hash()}
