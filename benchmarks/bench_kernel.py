@@ -8,7 +8,8 @@ Measured (median of several repeats, wall clock, one process):
 - call/s         `World.call("get_order", {"id": ...})` on a world without faults; >= 50k/s
 - snapshot, fork on worlds of 1k and 100k records: O(1), target < 50 us each
 - replay         `replay(spec, events)` of a 100k-event log (in memory); target < 1.5 s,
-                 and the same from JSON Lines bytes (decode + replay)
+                 and the same from JSON Lines bytes (decode + replay); then a 100k-event log
+                 written by tool calls (creates, updates, gets, invalid calls)
 
 Run: `uv run python benchmarks/bench_kernel.py` (add `--quick` for a smoke run).
 """
@@ -148,6 +149,21 @@ def main() -> None:
     dt = best_of(lambda: replay(spec, data), 3)
     rows.append((f"replay {len(log):,} events (JSON Lines)", dt, "(no target)", "s"))
     assert replay(spec, data).state_hash() == big.state_hash()
+
+    # The same size of log written by tool calls: CallStarted / record events / CallSucceeded
+    # (and failures), as a served world records them.
+    agent = World.from_spec(spec, faults=False)
+    i = 0
+    while len(agent.events) < n_events:
+        i += 1
+        created = agent.call("create_order", {"customer": "1", "status": "placed", "total": 1})
+        agent.call("update_order", {"id": created.value["id"], "status": "shipped"})
+        agent.call("get_order", {"id": str(i % 50 + 1)})
+        agent.call("get_order", {"id": 7})  # invalid: logged, no record event
+    calls_log = list(agent.events)
+    dt = best_of(lambda: replay(spec, calls_log), 3)
+    rows.append((f"replay {len(calls_log):,} events of calls", dt, "< 1.5 s", "s"))
+    assert replay(spec, calls_log).state_hash() == agent.state_hash()
 
     # --- report ----------------------------------------------------------------------------
     print(f"faultbench kernel benchmark  (Python {sys.version.split()[0]}, {sys.platform})")
