@@ -43,10 +43,33 @@ def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["2 hours", "1w", "-5s", "s", "", True, -1, None, "1h30m"])
+@pytest.mark.parametrize(
+    "text",
+    ["2 hours", "1w", "-5s", "s", "", True, -1, None, "1h30m", float("inf"), float("nan"), "1e3s"],
+)
 def test_parse_duration_rejects(text):
     with pytest.raises(ValueError, match="expected a number of seconds or a number with a unit"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (-1, "-1: negative"),
+        (float("nan"), "nan: not a number"),
+        (float("inf"), "inf: over 3650d"),
+        (10**400, "0: over 3650d"),
+        ("9" * 400 + "s", "9s': over 3650d"),
+        ("3651d", "'3651d': over 3650d"),
+    ],
+)
+def test_parse_duration_says_why_a_number_is_out_of_range(value, why):
+    with pytest.raises(ValueError) as info:
+        parse_duration(value)
+    assert str(info.value).endswith(
+        f"{why}; expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
+    )
+    assert parse_duration("3650d") == 3650 * 86400
 
 
 def test_parse_faults_from_python_objects(spec):

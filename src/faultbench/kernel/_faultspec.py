@@ -7,6 +7,7 @@ points are re-exported by `_loader.py` (`parse_faults`, `merged_rule`, `parse_du
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,22 +37,30 @@ _EMPTY = FaultRule()
 
 _DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+MAX_DURATION_S = 10 * 365 * 86400.0
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 
 
 def parse_duration(text: str | int | float) -> float:
     """Seconds in a duration: `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`; a bare number is
-    seconds. Raises ValueError for anything else, negative values included."""
+    seconds. Raises ValueError for anything else, negative and non-finite values included."""
     if isinstance(text, bool):
         raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
     if isinstance(text, int | float):
-        if text < 0:
-            raise ValueError(f"invalid duration {text!r}: negative; {DURATION_HELP}")
-        return float(text)
-    match = _DURATION.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
-        raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
-    return float(match.group(1)) * _UNIT_S[match.group(2)]
+        try:
+            seconds = float(text)
+        except OverflowError:  # an int beyond any float
+            seconds = math.inf if text > 0 else -math.inf
+    else:
+        match = _DURATION.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
+        seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
+    # A virtual clock cannot move by inf or NaN; ten years is more than any fault needs.
+    if not 0 <= seconds <= MAX_DURATION_S:
+        why = "negative" if seconds < 0 else "not a number" if seconds != seconds else "over 3650d"
+        raise ValueError(f"invalid duration {text!r}: {why}; {DURATION_HELP}")
+    return seconds
 
 
 # ---------------------------------------------------------------------------------------------
