@@ -355,7 +355,7 @@ def test_field_options(tmp_path):
                 f: { type: str, description: hi }
         """
     assert problems(tmp_path, text) == [
-        (5, 34, "default 'one' of field 'r.a' is not of type int; expected a whole number"),
+        (5, 34, "default 'one' of field 'r.a' is not of type int; expected a whole number (64-bit)"),
         (6, 41, "default 'z' of field 'r.b' is not of type enum[x, y]; expected one of x or y"),
         (7, 12, "field 'r.c' needs a type; expected e.g. '{type: str, default: ...}'"),
         (8, 35, "optional must be true or false"),
@@ -757,6 +757,30 @@ def test_fault_values_of_the_wrong_shape(tmp_path):
     ]  # fmt: skip
 
 
+def test_fault_numbers_must_be_finite_and_bounded(tmp_path):
+    text = """\
+        services:
+          orders:
+            records: { order: { total: float } }
+            operations: { add_order: { kind: create, record: order } }
+        faults:
+          default: { latency_ms: [0, .inf] }
+          orders.*: { latency_ms: { p50: .nan, p99: 5 } }
+          orders.add_order: { latency_ms: .inf, errors: { duplicate: { p: 0.1, times: 1000000 } } }
+        """
+    shape = "expected [lo, hi] in milliseconds (uniform), a number (fixed) or {p50: ms, p99: ms}"
+    assert problems(tmp_path, text) == [
+        (6, 26, f"invalid latency_ms [0, inf]; {shape}"),
+        (
+            7, 27,
+            "invalid latency_ms {'p50': nan, 'p99': 5}; expected numbers of milliseconds with "
+            "0 < p50 <= p99, e.g. {p50: 80, p99: 900}",
+        ),
+        (8, 35, f"invalid latency_ms inf; {shape}"),
+        (8, 79, "times must be a whole number from 1 to 100, not 1000000"),
+    ]  # fmt: skip
+
+
 # -- seed -------------------------------------------------------------------------------------
 
 
@@ -787,7 +811,7 @@ def test_explicit_rows_are_type_checked(tmp_path):
             "invalid value 'deliverd' for order.status (enum[placed, delivered]); expected "
             "one of placed or delivered; did you mean 'delivered'?",
         ),
-        (9, 47, "invalid value 'cheap' for order.total (float); expected a number"),
+        (9, 47, "invalid value 'cheap' for order.total (float); expected a finite number"),
         (10, 19, "id 'A' is used twice in the rows of 'order'; expected unique ids"),
         (10, 22, "'colour' is not a field of record 'order'; expected one of id, status, total or at"),
         (
@@ -796,7 +820,7 @@ def test_explicit_rows_are_type_checked(tmp_path):
             "as 2025-05-01T10:00:00Z",
         ),
         (12, 28, "line.order_id 'Z' is not the id of any seeded 'order'; expected one of its ids (A)"),
-        (12, 36, "invalid value 1.5 for line.qty (int); expected a whole number"),
+        (12, 36, "invalid value 1.5 for line.qty (int); expected a whole number (64-bit)"),
         (
             14, 7,
             "service 'orders' has 2 records (order, line), so its rows must say which; "
@@ -816,6 +840,33 @@ def test_explicit_rows_are_type_checked(tmp_path):
             18, 32,
             "unknown key 'cnt' in the seed of service 'payments'; expected count, rows or a "
             "record of the service (refund); did you mean 'count'?",
+        ),
+    ]  # fmt: skip
+
+
+def test_explicit_numbers_must_fit_the_kernel(tmp_path):
+    text = """\
+        services:
+          s:
+            records: { a: { x: float, n: int } }
+            seed:
+              a:
+                rows:
+                  - { x: .nan, n: 9223372036854775807 }
+                  - { x: -.inf, n: 9223372036854775808 }
+                  - { x: 1.0e+400, n: -9223372036854775809 }
+        """
+    assert problems(tmp_path, text) == [
+        (7, 18, "invalid value nan for a.x (float); expected a finite number"),
+        (8, 18, "invalid value -inf for a.x (float); expected a finite number"),
+        (
+            8, 28,
+            "invalid value 9223372036854775808 for a.n (int); expected a whole number (64-bit)",
+        ),
+        (9, 18, "invalid value inf for a.x (float); expected a finite number"),
+        (
+            9, 31,
+            "invalid value -9223372036854775809 for a.n (int); expected a whole number (64-bit)",
         ),
     ]  # fmt: skip
 

@@ -28,6 +28,8 @@ _OPTION_KINDS = {
     "commit": tuple(k for k in ERROR_KINDS if k in COMMIT_KINDS),
 }
 _TIMEOUT_KINDS = _OPTION_KINDS["timeout_s"]
+#: extra applications of a `duplicate` write; each one is an event, so keep it small
+MAX_TIMES = 100
 _OP_KINDS = ("get", "list", "create", "update", "delete", "custom")
 _EMPTY = FaultRule()
 
@@ -70,6 +72,11 @@ def parse_duration(text: str | int | float) -> float:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_ms(value: Any) -> bool:
+    """A latency in milliseconds: finite, from 0 to the longest duration."""
+    return _is_number(value) and 0 <= value <= MAX_DURATION_S * 1000
 
 
 class _RuleParser:
@@ -244,13 +251,9 @@ class _RuleParser:
         return ok
 
     def latency(self, body: dict, key: str, value: Any) -> Latency | None:
-        if _is_number(value) and value >= 0:
+        if _is_ms(value):
             return Latency("fixed", lo_ms=float(value), hi_ms=float(value))
-        if (
-            isinstance(value, list)
-            and len(value) == 2
-            and all(_is_number(v) and v >= 0 for v in value)
-        ):
+        if isinstance(value, list) and len(value) == 2 and all(_is_ms(v) for v in value):
             lo, hi = float(value[0]), float(value[1])
             if lo <= hi:
                 return Latency("uniform", lo_ms=lo, hi_ms=hi)
@@ -262,10 +265,13 @@ class _RuleParser:
             return None
         if isinstance(value, dict) and set(value) == {"p50", "p99"}:
             p50, p99 = value["p50"], value["p99"]
-            if _is_number(p50) and _is_number(p99) and 0 < p50 <= p99:
+            if _is_ms(p50) and _is_ms(p99) and 0 < p50 <= p99:
                 return Latency("lognormal", p50_ms=float(p50), p99_ms=float(p99))
             self.value_problem(
-                body, key, "latency_ms {p50:, p99:} needs numbers with 0 < p50 <= p99"
+                body,
+                key,
+                f"invalid latency_ms {_show(value)}; expected numbers of milliseconds with "
+                "0 < p50 <= p99, e.g. {p50: 80, p99: 900}",
             )
             return None
         self.value_problem(
@@ -350,12 +356,13 @@ class _RuleParser:
                 else:
                     self.value_problem(spec, opt, f"commit must be true or false, not {_show(v)}")
             elif opt == "times":
-                if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+                if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TIMES:
                     options["times"] = v
                 else:
                     self.value_problem(
-                        spec, opt, f"times must be a whole number >= 1, not {_show(v)}"
-                    )
+                        spec, opt,
+                        f"times must be a whole number from 1 to {MAX_TIMES}, not {_show(v)}",
+                    )  # fmt: skip
             else:
                 options[opt] = self.duration(spec, opt, v)
         if need_p and "p" not in options and "p" not in spec:

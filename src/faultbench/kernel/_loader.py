@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import keyword
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from ._errors import SourceError, WorldFileError
 from ._faultspec import _RuleParser, check_merged_probabilities, merged_rule, parse_duration
 from ._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
 from ._names import did_you_mean, one_of, plural
+from ._schema import INT_MAX, INT_MIN
 from ._seed import id_order, plan_ids
 from ._spec import (
     DEFAULT_CLOCK_START,
@@ -161,8 +163,8 @@ def _parse_type(raw: str) -> tuple[str, tuple[str, ...], str | None, bool]:
 
 _EXPECTED = {
     "str": "text (quote numbers and dates, e.g. '42')",
-    "int": "a whole number",
-    "float": "a number",
+    "int": "a whole number (64-bit)",
+    "float": "a finite number",
     "bool": "true or false",
     "datetime": "a date and time such as 2025-05-01T10:00:00Z",
 }
@@ -178,11 +180,16 @@ def _coerce(field: FieldSpec, value: Any) -> tuple[bool, Any]:
     if kind in ("int", "float", "ref") and isinstance(value, bool):
         return False, value
     if kind == "int":
-        return isinstance(value, int), value
+        # the kernel stores signed 64-bit ints only (an event log must round-trip)
+        return isinstance(value, int) and INT_MIN <= value <= INT_MAX, value
     if kind == "float":
-        return isinstance(value, int | float), float(value) if isinstance(
-            value, int | float
-        ) else value
+        if not isinstance(value, int | float):
+            return False, value
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond any float
+            return False, value
+        return math.isfinite(number), number
     if kind == "bool":
         return isinstance(value, bool), value
     if kind == "datetime":
