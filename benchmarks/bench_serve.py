@@ -7,7 +7,8 @@ What is measured: one official `mcp.Client` making sequential `tools/call` reque
   `mode="legacy"` (2025-11-25 handshake over memory streams), under trio; plus a diagnostic
   row where the world's `acall` is replaced by `World.call`, to show how much of the gap is
   `acall` gathering concurrent calls into one virtual-time batch (it yields to the event loop
-  until every other task is blocked);
+  until every other task is blocked), and one where it answers a precomputed `CallResult`,
+  which leaves the MCP shell alone (`faultbench.serve`'s own cost);
 - stdio: a `faultbench serve WORLD` subprocess;
 - HTTP: a `faultbench serve WORLD --http --port 0` subprocess (streamable HTTP, Hypercorn's
   trio worker), client in `mode="auto"`.
@@ -166,6 +167,14 @@ async def measure(transport: str, who: str, n: int) -> float:
                     return world.call(tool, args)
 
                 world.acall = acall
+            elif "serve only" in transport:
+                # Diagnostic: the MCP shell alone, answering one precomputed CallResult.
+                answer = world.call(TOOL, ARGS)
+
+                async def acall(tool, args=None):
+                    return answer
+
+                world.acall = acall
         return await calls_per_second(server, n, mode)
     if transport == "stdio":
         cmd = [*BARE, "stdio"] if who == "bare" else FAULTBENCH
@@ -199,6 +208,7 @@ def main() -> None:
         ("in-process", int(4000 * scale)),
         ("in-process (legacy)", int(3000 * scale)),
         ("in-process (World.call)", int(4000 * scale)),
+        ("in-process (serve only)", int(4000 * scale)),
         ("stdio", int(2000 * scale)),
         ("http", int(1000 * scale)),
     ]
@@ -219,6 +229,8 @@ def main() -> None:
         ratio = best["bare"] / best["faultbench"]
         if "World.call" in transport:
             target = "diagnostic: no acall batching"
+        elif "serve only" in transport:
+            target = "diagnostic: constant CallResult"
         elif transport.startswith("in-process"):
             target = f"ratio <= 1.20: {'ok' if ratio <= 1.2 else 'MISSED'}"
         else:
