@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from ._world import World
 
 _encode = msgspec.json.Encoder().encode
+#: A deep copy of JSON-typed data (new dicts and lists, same scalars): the log and each
+#: CallResult hold their own, so changing `result.value` can never rewrite history.
+_copy = msgspec.to_builtins
 _REFUSED = frozenset({"rate_limit", "http_429"})  # answered 429: not counted by rate limits
 _BY_ID = frozenset({"get", "update", "delete"})
 
@@ -116,7 +119,10 @@ class Flight:
 
 
 def args_json(args: Any) -> dict[str, Any]:
-    """Arguments as JSON types, as they go into the log (and come back from it)."""
+    """Arguments as JSON types, as they go into the log (and come back from it): always a new
+    dict, so a caller changing its own dict after the call cannot rewrite the log."""
+    if isinstance(args, Mapping) and not isinstance(args, dict):
+        args = dict(args)  # a MappingProxy, a custom Mapping: logged as the mapping it is
     try:
         out = msgspec.to_builtins(args, str_keys=True)
     except (TypeError, msgspec.EncodeError, ValueError):
@@ -231,7 +237,7 @@ def _reject(world: World, call_id: str, tool: str, args: Any, exc: ToolCallError
     return CallResult(
         call_id=call_id,
         tool=tool,
-        args=jargs,
+        args=_copy(jargs),
         ok=False,
         text=exc.message,
         error=exc.message,
@@ -353,7 +359,7 @@ def finish(world: World, flight: Flight) -> CallResult:
         return CallResult(
             call_id=flight.call_id,
             tool=tool,
-            args=flight.jargs,
+            args=_copy(flight.jargs),
             ok=False,
             text=exc.message,
             error=exc.message,
@@ -370,10 +376,10 @@ def finish(world: World, flight: Flight) -> CallResult:
     return CallResult(
         call_id=flight.call_id,
         tool=tool,
-        args=flight.jargs,
+        args=_copy(flight.jargs),
         ok=True,
         text=flight.text if flight.text is not None else _encode(value).decode(),
-        value=value,
+        value=_copy(value),
         fault=fault,
         k=flight.k,
         started_at=flight.started,

@@ -38,6 +38,9 @@ __all__ = ["Trace"]
 _QUIET_FAULTS = frozenset({"latency"})
 
 _json = msgspec.json.Encoder()
+#: Results get their own copies of the event's dicts: changing `trace.calls[0].value` must
+#: not rewrite the log (the copy is made once per call, when the index reads it).
+_copy = msgspec.to_builtins
 
 
 def render_text(value: Any) -> str:
@@ -115,10 +118,10 @@ class _Index:
             result = CallResult(
                 call_id=start.call_id,
                 tool=start.tool,
-                args=start.args,
+                args=_copy(start.args),
                 ok=True,
                 text=text,
-                value=end.value,
+                value=_copy(end.value),
                 fault=fault,
                 k=start.k,
                 started_at=start.at,
@@ -129,7 +132,7 @@ class _Index:
             result = CallResult(
                 call_id=start.call_id,
                 tool=start.tool,
-                args=start.args,
+                args=_copy(start.args),
                 ok=False,
                 text=end.message,
                 error=end.message,
@@ -168,7 +171,10 @@ class Trace:
         world.trace.summary()   # 'get_order → issue_refund!timeout → issue_refund'
         print(world.trace)      # one numbered line per call, with virtual time offsets
 
-    A `Trace` never changes once made: a world's next call gives a new one.
+    A `Trace` never changes once made: a world's next call gives a new one. Its results
+    hold copies of the logged values, shared by every trace of the same world: change them
+    and the log stays as it was, but later traces show the change, so treat them as
+    read-only (`msgspec.to_builtins(result.value)` makes a copy of your own).
     """
 
     __slots__ = ("_calls", "_index", "_n", "_n_events", "_n_faults", "_order")
