@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._calls import CallResult
-from ._errors import InjectedFault, InvalidArguments, ToolCallError, UnknownTool
+from ._errors import InjectedFault, InternalError, InvalidArguments, ToolCallError, UnknownTool
 from ._events import (
     CallFailed,
     CallStarted,
@@ -36,12 +36,12 @@ from ._events import (
     WorldCreated,
 )
 from ._faults import FAILURE_KINDS, FaultDecision, FaultPlan, created_field
+from ._log import EventLog, Segment
 from ._ops import CompiledOp, Transaction, to_json_value
 from ._schema import show_value
 from ._tables import did_you_mean
 
 if TYPE_CHECKING:
-    from ._log import EventLog
     from ._state import State
     from ._world import World
 
@@ -49,6 +49,7 @@ _encode = msgspec.json.Encoder().encode
 #: A deep copy of JSON-typed data (new dicts and lists, same scalars): the log and each
 #: CallResult hold their own, so changing `result.value` can never rewrite history.
 _copy = msgspec.to_builtins
+_MAX_INTERNAL = 500  # characters of an unexpected exception's text passed on to the agent
 _REFUSED = frozenset({"rate_limit", "http_429"})  # answered 429: not counted by rate limits
 _BY_ID = frozenset({"get", "update", "delete"})
 
@@ -266,7 +267,37 @@ def _attempt(world: World, flight: Flight, state: State | None = None) -> tuple[
 
 
 def execute(world: World, flight: Flight) -> None:
-    """Run the operation as the decision says. The clock is at `flight.exec_at`."""
+    """Run the operation as the decision says. The clock is at `flight.exec_at`.
+
+    Never raises: a tool error is the call's answer, and so is anything else (a bug in
+    faultbench or in what it runs), as an `internal_error` after undoing whatever the call
+    had committed, so the log never holds a call that started and never finished.
+    """
+    state, seg = world._state, world._seg
+    try:
+        _execute(world, flight)
+        if flight.error is None and flight.text is None:
+            flight.text = _encode(flight.value).decode()
+    except Exception as exc:
+        if world._state is not state:
+            # Back to before the call, as `restore` does: a new segment on a view of the log
+            # as it was, so anyone holding a view of the undone events keeps them.
+            world._state = state
+            world._seg = Segment(EventLog(seg, state.seq))
+        flight.value = flight.text = None
+        flight.error = internal_error(flight.op.name, exc)
+
+
+def internal_error(tool: str, exc: BaseException) -> InternalError:
+    detail = f"{type(exc).__name__}: {exc}"
+    if len(detail) > _MAX_INTERNAL:
+        detail = detail[: _MAX_INTERNAL - 1] + "…"
+    err = InternalError(f"internal error in {tool}: {detail}")
+    err.__cause__ = exc
+    return err
+
+
+def _execute(world: World, flight: Flight) -> None:
     d = flight.decision
     kind = d.kind if d is not None else None
     try:
@@ -378,7 +409,7 @@ def finish(world: World, flight: Flight) -> CallResult:
         tool=tool,
         args=_copy(flight.jargs),
         ok=True,
-        text=flight.text if flight.text is not None else _encode(value).decode(),
+        text=flight.text,  # type: ignore[arg-type]  # set by execute
         value=_copy(value),
         fault=fault,
         k=flight.k,

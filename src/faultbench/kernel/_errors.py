@@ -12,6 +12,7 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   ├── HandlerError        a custom handler refused the call (ValueError/LookupError/
     │   │                       PermissionError raised inside it)
     │   ├── HandlerCrashed      a custom handler raised anything else ("internal error")
+    │   ├── InternalError       anything else went wrong running the call (a bug)
     │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
     ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
     ├── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
@@ -83,6 +84,13 @@ class HandlerError(ToolCallError):
 
 
 class HandlerCrashed(ToolCallError):
+    kind = "internal_error"
+
+
+class InternalError(ToolCallError):
+    """A call failed for a reason that is nobody's fault but faultbench's (or a bug in what it
+    ran): the agent gets an `internal_error` answer and the call's writes are undone."""
+
     kind = "internal_error"
 
 
