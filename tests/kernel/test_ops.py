@@ -42,7 +42,7 @@ def test_get_missing_is_a_not_found_error(world):
     r = world.call("get_order", {"id": "9"})
     assert not r.ok
     assert r.error_kind == "not_found"
-    assert r.text == r.error == "order '9' not found"
+    assert r.text == r.error == "404 Not Found: shop.get_order: no order with id '9'"
     assert r.value is None
 
 
@@ -96,7 +96,36 @@ def test_update_and_delete(world):
     assert r.value["id"] == "1"
     assert world.orders.get("1") is None
     r = world.call("delete_order", {"id": "1"})
-    assert (r.ok, r.error_kind, r.text) == (False, "not_found", "order '1' not found")
+    assert (r.ok, r.error_kind) == (False, "not_found")
+    assert r.text == "404 Not Found: shop.delete_order: no order with id '1'"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("get_order", {"id": "9"}),
+        ("update_order", {"id": "9", "status": "shipped"}),
+        ("delete_order", {"id": "9"}),
+    ],
+)
+def test_a_missing_record_reads_exactly_like_an_injected_not_found(world, tool, args):
+    real = world.call(tool, args)
+    faulty = world.fork()
+    faulty.set_faults({f"shop.{tool}": {"errors": {"not_found": 1.0}}})
+    fake = faulty.call(tool, args)
+    assert fake.fault == "not_found"
+    assert real.fault is None
+    assert (real.error_kind, real.text) == (fake.error_kind, fake.text)
+    assert real.text == f"404 Not Found: shop.{tool}: no order with id '9'"
+
+
+def test_a_handler_finding_no_record_answers_the_tools_404(world):
+    r = world.call("flaky_refund", {"order_id": "9", "mode": "ok"})
+    assert (r.error_kind, r.text) == (
+        "not_found",
+        "404 Not Found: payments.flaky_refund: no order with id '9'",
+    )
+    assert len(world.refunds) == 0  # its insert went with the transaction
 
 
 def test_call_events_carry_the_call_id(world):

@@ -140,8 +140,12 @@ def test_update_takes_the_id_by_position_or_keyword(world):
 
 
 def test_update_errors(world):
-    with pytest.raises(RecordNotFound, match=r"order '9' not found"):
+    # Tests get the plain words; only tools answer as an HTTP API would (see test_ops.py).
+    with pytest.raises(RecordNotFound, match=r"^order '9' not found$") as info:
         world.orders.update("9", status="shipped")
+    assert (info.value.table, info.value.id, info.value.kind) == ("order", "9", "not_found")
+    with pytest.raises(RecordNotFound, match=r"^order '9' not found$"):
+        world.orders.delete(9)
     with pytest.raises(RecordError, match=r"order.id cannot change"):
         world.orders.update("1", id="2")
     with pytest.raises(RecordError, match=r"order has no field 'staus'"):

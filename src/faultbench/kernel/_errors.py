@@ -78,6 +78,29 @@ class UnknownTool(ToolCallError, LookupError):
 class RecordNotFound(ToolCallError, LookupError):
     kind = "not_found"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str | None = None,
+        table: str | None = None,
+        id: str | None = None,
+    ):
+        super().__init__(message, kind=kind)
+        #: the record kind and id that were missing, when a Table raised it
+        self.table = table
+        self.id = id
+
+
+def not_found_text(where: str, record: str | None, target_id: str | None) -> str:
+    """What the agent reads when a tool finds no record: `where` is "service.operation".
+    One text for a record that is really missing and for an injected `not_found` fault, so an
+    agent cannot tell a fake 404 from a real one (which is the point of injecting it)."""
+    what = record or "resource"
+    if target_id is not None:
+        return f"404 Not Found: {where}: no {what} with id {target_id!r}"
+    return f"404 Not Found: {where}: the requested {what} was not found"
+
 
 class HandlerError(ToolCallError):
     kind = "handler_error"

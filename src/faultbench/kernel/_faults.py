@@ -26,6 +26,7 @@ from statistics import NormalDist
 
 import msgspec
 
+from ._errors import not_found_text
 from ._spec import ERROR_KINDS, ErrorRule, FaultRule, OperationSpec, RecordSpec
 
 __all__ = [
@@ -399,8 +400,5 @@ def fault_message(
             f"retry after {_secs(decision.retry_after_s or 0)}"
         )
     if kind == "not_found":
-        what = record.name if record is not None else (op.record or "resource")
-        if target_id is not None:
-            return f"404 Not Found: {name}: no {what} with id {target_id!r}"
-        return f"404 Not Found: {name}: the requested {what} was not found"
+        return not_found_text(name, record.name if record is not None else op.record, target_id)
     raise AssertionError(f"no message for success kind {kind!r}")

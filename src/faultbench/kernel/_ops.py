@@ -26,6 +26,7 @@ from ._errors import (
     RecordError,
     RecordNotFound,
     ToolCallError,
+    not_found_text,
 )
 from ._events import Event
 from ._reducer import apply
@@ -167,10 +168,19 @@ class CompiledOp:
     # Each runner returns the operation's value as Python objects (record dicts, lists...);
     # the call pipeline turns it into JSON for the agent.
 
+    def _not_found(self, exc: RecordNotFound) -> RecordNotFound:
+        """A Table's not-found as this tool answers it: in the words of an injected 404."""
+        return RecordNotFound(
+            not_found_text(self.spec.qualname, exc.table, exc.id), table=exc.table, id=exc.id
+        )
+
     def _run_get(self, tx: Transaction, args: dict[str, Any]) -> Any:
-        data = tx._state.tables[self.record].get(args["id"])
+        rid = args["id"]
+        data = tx._state.tables[self.record].get(rid)
         if data is None:
-            raise RecordNotFound(f"{self.record} {args['id']!r} not found")
+            raise RecordNotFound(
+                not_found_text(self.spec.qualname, self.record, rid), table=self.record, id=rid
+            )
         return data
 
     def _run_list(self, tx: Transaction, args: dict[str, Any]) -> Any:
@@ -188,9 +198,14 @@ class CompiledOp:
             return tx.table(self.record).update(rid, **args)._data  # type: ignore[arg-type]
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+        except RecordNotFound as exc:
+            raise self._not_found(exc) from None
 
     def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
-        return tx.table(self.record).delete(args["id"])._data  # type: ignore[arg-type]
+        try:
+            return tx.table(self.record).delete(args["id"])._data  # type: ignore[arg-type]
+        except RecordNotFound as exc:
+            raise self._not_found(exc) from None
 
     def _run_custom(self, tx: Transaction, args: dict[str, Any]) -> Any:
         where = self.spec.handler or self.name
@@ -200,6 +215,10 @@ class CompiledOp:
         outer, world._handler = world._handler, where
         try:
             value = self.handler(tx, tx.clock, **args)
+        except RecordNotFound as exc:
+            if exc.table is None:  # the handler's own words
+                raise
+            raise self._not_found(exc) from None  # a Table's: the tool's 404, as for update
         except ToolCallError:
             raise
         except (ValueError, LookupError, PermissionError) as exc:

@@ -307,7 +307,7 @@ class Table:
         rid = _as_id(id)
         old = state.tables[self.name].get(rid)
         if old is None:
-            raise RecordNotFound(f"{self.name} {rid!r} not found")
+            raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
         changes: dict[str, Any] = {}
         before: dict[str, Any] = {}
         for key, value in fields.items():
@@ -347,7 +347,7 @@ class Table:
         rid = _as_id(id)
         old = state.tables[self.name].get(rid)
         if old is None:
-            raise RecordNotFound(f"{self.name} {rid!r} not found")
+            raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
         store._emit(
             RecordDeleted(
                 seq=state.seq,
