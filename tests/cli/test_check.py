@@ -247,3 +247,36 @@ def test_check_accepts_refs_across_services_and_ref_cycles(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "  record person: 3 rows (world.person, world.people)\n" in proc.stdout
     assert "      id: str, best_order: ref[order]\n" in proc.stdout
+
+
+def test_check_shows_only_the_faults_that_can_happen_to_each_tool(tmp_path):
+    # A `default:` rule may name kinds some operations cannot have; check shows each tool
+    # what the fault plan can do to it, with the defaults it applies written out.
+    path = tmp_path / "faulty.yaml"
+    path.write_text(
+        "services:\n"
+        "  s:\n"
+        "    records: { thing: { n: int, created_at: datetime } }\n"
+        "    operations:\n"
+        "      get_thing: { kind: get, record: thing }\n"
+        "      list_things: { kind: list, record: thing }\n"
+        "      update_thing: { kind: update, record: thing }\n"
+        "faults:\n"
+        "  default:\n"
+        "    errors: { stale_read: 0.1, duplicate: 0.05, timeout: 0.1, http_429: 0.01 }\n"
+        "    not_found_if_newer_than: 1h\n"
+        "    script: { 2: duplicate, 3: stale_read }\n"
+    )
+    proc = faultbench("check", str(path))
+    assert proc.returncode == 0, proc.stderr
+    faults = [line.strip() for line in proc.stdout.splitlines() if "faults:" in line]
+    assert faults == [
+        "faults: stale_read 10% (1m behind); timeout 10% (after 30s); "
+        "http_429 1% (retry after 1s); not_found if newer than 1h; script: call 3 stale_read "
+        "(1m behind)",
+        "faults: stale_read 10% (1m behind); timeout 10% (after 30s); "
+        "http_429 1% (retry after 1s); script: call 3 stale_read (1m behind)",
+        "faults: duplicate 5% (1 extra); timeout 10% (after 30s); "
+        "http_429 1% (retry after 1s); not_found if newer than 1h; script: call 2 duplicate "
+        "(1 extra)",
+    ]

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from faultbench.kernel._faults import FaultDecision, FaultPlan, created_field
+from faultbench.kernel._faults import FaultDecision, FaultPlan, created_field, effective_rule
 from faultbench.kernel._spec import (
     ErrorRule,
     FaultRule,
@@ -343,6 +343,60 @@ def test_the_plan_decides_from_the_merged_rule():
     d = p.decide(REFUND, 1, now=NOW)
     assert (d.kind, d.latency_s) == ("http_503", 0.04)
     assert p.decide(GET_ORDER, 1, now=NOW) == FaultDecision(latency_s=0.04, k=1)
+
+
+UPDATE_ORDER = OperationSpec(name="update_order", service="orders", kind="update", record="order")
+EVERYTHING = {
+    "default": FaultRule(
+        errors=(
+            err("stale_read", 0.2),
+            err("duplicate", 0.2),
+            err("timeout", 0.2),
+            err("http_429", 0.1),
+        ),
+        not_found_if_newer_than_s=3600,
+        script=((7, err("duplicate")), (8, err("stale_read"))),
+    ),
+    "orders.*": FaultRule(errors=(err("timeout", 0.2, timeout_s=5),)),
+}
+
+
+@pytest.mark.parametrize("op", [GET_ORDER, LIST_ORDERS, UPDATE_ORDER, REFUND])
+def test_the_effective_rule_is_exactly_what_decisions_can_be(op):
+    p = plan(EVERYTHING)
+    rule = p.effective_rule(op)
+    assert rule == effective_rule(EVERYTHING, op)
+    shown = {e.kind: e for e in rule.errors} | {e.kind: e for _, e in rule.script}
+    drawn = {}
+    young = NOW - timedelta(minutes=5)  # hidden from get/update/delete by the 1h rule
+    for record_time in (None, young):
+        for k in range(1, 400):
+            d = p.decide(op, k, now=NOW, record_time=record_time)
+            if d is not None and d.kind is not None:
+                drawn.setdefault(d.kind, d)
+    if rule.not_found_if_newer_than_s is not None:
+        shown["not_found"] = None
+    assert set(drawn) == set(shown)  # nothing shown that cannot happen, nothing hidden
+    for kind, d in drawn.items():
+        entry = shown[kind]
+        if kind == "timeout":
+            assert d.timeout_s == entry.timeout_s == (5 if op.service == "orders" else 30)
+        if kind == "http_429":
+            assert d.retry_after_s == entry.retry_after_s == 1
+        if kind == "stale_read":
+            assert d.lag_s == entry.lag_s == 60
+        if kind == "duplicate":
+            assert d.times == entry.times == 1
+
+
+def test_the_effective_rule_keeps_the_merged_order_and_drops_what_cannot_happen():
+    rule = effective_rule(EVERYTHING, UPDATE_ORDER)
+    assert [e.kind for e in rule.errors] == ["duplicate", "http_429", "timeout"]
+    assert [(k, e.kind) for k, e in rule.script] == [(7, "duplicate")]
+    assert rule.not_found_if_newer_than_s == 3600
+    listed = effective_rule(EVERYTHING, LIST_ORDERS)
+    assert [e.kind for e in listed.errors] == ["stale_read", "http_429", "timeout"]
+    assert listed.not_found_if_newer_than_s is None  # only get, update and delete hide records
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """`faultbench check WORLD`: validate a world file and summarize it.
 
 Exit 0 with a summary (services, records and their seed rows, tools and their arguments, the
-fault rule each tool sees after merging), or exit 2 with every problem, one per line, each
-starting `path:line:col:`. Only the loader runs: no World, no server.
+faults that can happen to each tool, from the rule the fault plan draws from), or exit 2 with
+every problem, one per line, each starting `path:line:col:`. No World, no server.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
-    from faultbench.kernel._loader import merged_rule
+    from faultbench.kernel._faults import effective_rule
     from faultbench.kernel._schema import operation_args
 
     total_rows = sum(len(r) for r in rows.values())
@@ -89,13 +89,16 @@ def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
             yield f"  tool {tool}({args})  [{op.kind}{target}{handler}]"
             if op.description:
                 yield f"      {op.description}"
-            yield f"      faults: {describe_rule(merged_rule(spec.faults, service.name, tool))}"
+            # What the fault plan can actually do to this tool: kinds that cannot happen to
+            # it left out, defaults (a timeout's 30s...) written out.
+            yield f"      faults: {describe_rule(effective_rule(spec.faults, op))}"
     yield ""
     yield f"OK: {path} is a valid world"
 
 
 def describe_rule(rule: Any) -> str:
-    """One line for a merged fault rule, e.g. `latency 40-250 ms; timeout 10% (after 30s)`."""
+    """One line for an operation's effective fault rule (`_faults.effective_rule`), e.g.
+    `latency 40-250 ms; timeout 10% (after 30s)`."""
     parts: list[str] = []
     lat = rule.latency
     if lat is not None:

@@ -37,6 +37,7 @@ __all__ = [
     "FaultDecision",
     "FaultPlan",
     "created_field",
+    "effective_rule",
 ]
 
 #: Kinds the agent sees as a failed call. The rest answer "successfully", but wrongly.
@@ -157,18 +158,22 @@ class FaultPlan:
         self._active: dict[str, bool] = {}
 
     def rule_for(self, op: OperationSpec) -> FaultRule:
-        """The merged rule (default -> service.* -> service.operation) one operation sees,
-        its errors in the fixed draw order (ERROR_KINDS)."""
+        """The rule the plan draws from for one operation: merged (default -> service.* ->
+        service.operation), defaults written out, errors in the fixed draw order
+        (ERROR_KINDS). It keeps kinds that cannot happen to the operation: their share of
+        the draw runs the call normally (see `effective_rule` for what can happen)."""
         rule = self._merged.get(op.qualname)
         if rule is None:
-            from ._loader import merged_rule  # the loader owns the merge semantics
-
-            rule = merged_rule(self.rules, op.service, op.name)
+            rule = _drawn_rule(self.rules, op)
             errors = tuple(sorted(rule.errors, key=lambda e: _KIND_ORDER[e.kind]))
             if errors != rule.errors:
                 rule = msgspec.structs.replace(rule, errors=errors)
             self._merged[op.qualname] = rule
         return rule
+
+    def effective_rule(self, op: OperationSpec) -> FaultRule:
+        """What can happen to `op` under this plan; see `effective_rule`."""
+        return effective_rule(self.rules, op)
 
     def rng(self, op: OperationSpec, k: int) -> random.Random:
         """The k-th call's own generator: a function of (seed, run, operation, k) only."""
@@ -264,18 +269,15 @@ class FaultPlan:
         if chosen is not None:
             if chosen.commit is not None:
                 commit = chosen.commit
+            # rule_for wrote every default out (see _with_defaults)
             if kind in _TIMEOUT_KINDS:
-                timeout_s = chosen.timeout_s if chosen.timeout_s is not None else DEFAULT_TIMEOUT_S
+                timeout_s = chosen.timeout_s  # type: ignore[assignment]
             elif kind == "http_429":
-                retry_after = (
-                    chosen.retry_after_s
-                    if chosen.retry_after_s is not None
-                    else DEFAULT_RETRY_AFTER_S
-                )
+                retry_after = chosen.retry_after_s
             elif kind == "stale_read":
-                lag_s = chosen.lag_s if chosen.lag_s is not None else DEFAULT_LAG_S
+                lag_s = chosen.lag_s
             elif kind == "duplicate":
-                times = chosen.times if chosen.times is not None else 1
+                times = chosen.times  # type: ignore[assignment]
         decision = FaultDecision(
             latency_s=latency_s,
             kind=kind,
@@ -291,6 +293,62 @@ class FaultPlan:
             message = fault_message(decision, op, rule, record=record, target_id=target_id)
             decision = msgspec.structs.replace(decision, message=message)
         return decision
+
+
+# ---------------------------------------------------------------------------------------------
+# The rule of one operation
+# ---------------------------------------------------------------------------------------------
+
+
+def effective_rule(rules: Mapping[str, FaultRule], op: OperationSpec) -> FaultRule:
+    """The faults that can happen to `op` under `rules`, in the merged rule's order, with
+    every default the plan applies written out (`timeout_s`, `retry_after_s`, `lag_s`,
+    `times`): what `faultbench check` shows.
+
+    It is the rule the plan draws from (`FaultPlan.rule_for`) minus what cannot happen to
+    this kind of operation, by the same tests `decide` applies: error kinds and script steps
+    that do not fit it (`APPLIES_TO`), and `not_found_if_newer_than` except on get, update
+    and delete. A `default:` rule's `stale_read: 0.1` on an update is no fault at all; its
+    share of the draw runs the call normally, so the other kinds keep their probabilities.
+    """
+    rule = _drawn_rule(rules, op)
+    errors = tuple(e for e in rule.errors if _fits(e.kind, op))
+    script = tuple((k, e) for k, e in rule.script if _fits(e.kind, op))
+    threshold = rule.not_found_if_newer_than_s if op.kind in _BY_ID else None
+    if (errors, script, threshold) == (rule.errors, rule.script, rule.not_found_if_newer_than_s):
+        return rule
+    return msgspec.structs.replace(
+        rule, errors=errors, script=script, not_found_if_newer_than_s=threshold
+    )
+
+
+def _drawn_rule(rules: Mapping[str, FaultRule], op: OperationSpec) -> FaultRule:
+    from ._loader import merged_rule  # the loader owns the merge semantics
+
+    return _with_defaults(merged_rule(rules, op.service, op.name))
+
+
+def _with_defaults(rule: FaultRule) -> FaultRule:
+    """`rule` with each error's and script step's unset parameters set to what a decision
+    uses; the only place those defaults are applied."""
+
+    def fill(e: ErrorRule) -> ErrorRule:
+        changes: dict[str, object] = {}
+        if e.kind in _TIMEOUT_KINDS and e.timeout_s is None:
+            changes["timeout_s"] = DEFAULT_TIMEOUT_S
+        elif e.kind == "http_429" and e.retry_after_s is None:
+            changes["retry_after_s"] = DEFAULT_RETRY_AFTER_S
+        elif e.kind == "stale_read" and e.lag_s is None:
+            changes["lag_s"] = DEFAULT_LAG_S
+        elif e.kind == "duplicate" and e.times is None:
+            changes["times"] = 1
+        return msgspec.structs.replace(e, **changes) if changes else e
+
+    errors = tuple(fill(e) for e in rule.errors)
+    script = tuple((k, fill(e)) for k, e in rule.script)
+    if errors == rule.errors and script == rule.script:
+        return rule
+    return msgspec.structs.replace(rule, errors=errors, script=script)
 
 
 # ---------------------------------------------------------------------------------------------
