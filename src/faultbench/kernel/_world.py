@@ -18,7 +18,7 @@ from . import _call
 from ._calls import CallResult, Tool
 from ._clock import VirtualClock
 from ._errors import UnknownTool
-from ._events import ClockAdvanced, Event, WorldCreated, WorldForked
+from ._events import Event, WorldCreated, WorldForked
 from ._log import EventLog, Segment
 from ._ops import CompiledOp, compile_ops, tables_to_dict
 from ._reducer import apply
@@ -322,19 +322,6 @@ class World:
                 seq=s.seq, at=s.clock, parent_seq=parent_seq, run=self._run, faults=self._faults
             )
         )
-
-    def _state_at(self, when: datetime) -> State:
-        """The state as it was at virtual time `when` (for stale reads): every event up to the
-        first clock step past `when`, refolded from this world's own log. O(log length)."""
-        if when >= self._state.clock:
-            return self._state
-        log = self.events
-        state = State.empty(tuple(self._spec.records), self._spec.clock_start)
-        for ev in log:
-            if type(ev) is ClockAdvanced and ev.to > when:
-                break
-            state = apply(state, ev)
-        return state
 
     def reset(self) -> None:
         """Back to the seeded state (a fork stays a fork: it logs `WorldForked` again)."""
