@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
@@ -313,6 +314,74 @@ def test_two_worlds_with_same_handler_module_name_keep_their_own(tmp_path):
     one = load_spec(tmp_path / "one" / "world.yaml").handlers["t"]
     two = load_spec(tmp_path / "two" / "world.yaml").handlers["t"]
     assert (one(None, None), two(None, None)) == (1, 2)
+
+
+@pytest.fixture
+def forget_modules():
+    """Names of handler modules a test loads; removed from sys.modules afterwards."""
+    names: list[str] = []
+    yield names
+    for key in list(sys.modules):
+        if any(key == n or key.endswith("_" + n) for n in names):
+            del sys.modules[key]
+
+
+SHARED = """\
+calls = 0
+
+
+def first(world, clock):
+    global calls
+    calls += 1
+    return calls
+
+
+def second(world, clock):
+    global calls
+    calls += 1
+    return calls
+"""
+
+
+def test_handlers_from_one_file_share_its_globals_when_the_name_is_taken(tmp_path, forget_modules):
+    forget_modules.append("counter_rules")
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    for d in (other, mine):
+        d.mkdir()
+    (other / "counter_rules.py").write_text("def first(world, clock):\n    return 'other'\n")
+    write(other, "services: {s: {operations: {t: {kind: custom, handler: counter_rules.first}}}}")
+    (mine / "counter_rules.py").write_text(SHARED)
+    write(
+        mine,
+        "services: {s: {operations: {\n"
+        "  a: {kind: custom, handler: counter_rules.first},\n"
+        "  b: {kind: custom, handler: counter_rules.second}}}}\n",
+    )
+    load_spec(other / "world.yaml")  # takes the name counter_rules in sys.modules
+    handlers = load_spec(mine / "world.yaml").handlers
+    a, b = handlers["a"], handlers["b"]
+    assert a.__module__ != "counter_rules"  # loaded under a private name
+    assert [a(None, None), b(None, None), a(None, None)] == [1, 2, 3]
+    # loading the world again finds the same module, as an import would
+    again = load_spec(mine / "world.yaml").handlers["b"]
+    assert again(None, None) == 4
+    assert load_spec(other / "world.yaml").handlers["t"](None, None) == "other"
+
+
+def test_a_handler_module_that_failed_to_import_is_not_kept_half_run(tmp_path, forget_modules):
+    forget_modules.append("retry_rules")
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    for d in (other, mine):
+        d.mkdir()
+    (other / "retry_rules.py").write_text("def op(world, clock):\n    return 0\n")
+    write(other, "services: {s: {operations: {t: {kind: custom, handler: retry_rules.op}}}}")
+    (mine / "retry_rules.py").write_text("raise RuntimeError('not yet')\n")
+    write(mine, "services: {s: {operations: {t: {kind: custom, handler: retry_rules.op}}}}")
+    load_spec(other / "world.yaml")
+    with pytest.raises(WorldFileError, match="not yet"):
+        load_spec(mine / "world.yaml")
+    (mine / "retry_rules.py").write_text("def op(world, clock):\n    return 1\n")
+    assert load_spec(mine / "world.yaml").handlers["t"](None, None) == 1
 
 
 def test_yaml_merge_keys_and_anchors_are_supported():

@@ -94,15 +94,24 @@ def _import_from(modname: str, directory: Path, file: Path) -> types.ModuleType:
         if loaded is None:
             return importlib.import_module(modname)
         # Another module of that name is already loaded (two worlds, two shop_rules.py):
-        # load this file under a private name rather than replace the other one.
+        # load this file under a private name rather than replace the other one. Once, like
+        # an import: every handler it serves (and every later load) shares its globals.
         tag = hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:12]
         private = f"_faultbench_handlers_{tag}_{modname}"
+        again = sys.modules.get(private)
+        if again is not None and _same_file(getattr(again, "__file__", None), file):
+            return again
         spec = importlib.util.spec_from_file_location(private, file)
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[private] = module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            # as importlib does: a module that failed is not kept, half run, for the next load
+            sys.modules.pop(private, None)
+            raise
         return module
     except HandlerProblem:
         raise
