@@ -312,6 +312,105 @@ def test_enum_typo_gets_a_suggestion(world):
     assert r.text.endswith("got \"shiped\". Did you mean 'shipped'?")
 
 
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+MEGA = "x" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "kind", "shown"),
+    [
+        ("get_order", {"id": MEGA}, "not_found", "'xxx"),
+        ("update_order", {"id": MEGA}, "not_found", "'xxx"),
+        (
+            "create_order",
+            {"customer": "1", "status": MEGA, "total": 1},
+            "invalid_arguments",
+            '"xxx',
+        ),
+        ("get_order", {MEGA: "1"}, "invalid_arguments", "`xxx"),
+        ("get_order", {"id": "1", "`\n" + MEGA: 1}, "invalid_arguments", "``\nxxx"),
+        ("get_order", {"id": list(range(1_000_000))}, "invalid_arguments", "[0,1,2,"),
+        ("get_order", {"id": nested(254)}, "invalid_arguments", "[[[[...]]]]"),
+    ],
+)
+def test_messages_quote_agent_input_short(world, tool, args, kind, shown):
+    """A megabyte (or a deep nest) sent by an agent comes back as a few hundred characters."""
+    r = world.call(tool, args)
+    assert r.error_kind == kind
+    assert shown in r.text
+    assert len(r.text) < 400
+    assert world.trace.failures()[-1].error == r.text
+
+
+def test_long_values_are_cut_with_their_size():
+    from faultbench.kernel._show import show_repr, show_value
+
+    assert show_value(MEGA) == '"' + "x" * 196 + "... (1000000 characters)"
+    assert show_repr(MEGA) == "'" + "x" * 200 + "...' (1000000 characters)"
+    assert show_value(list(range(1000))).endswith("... (an array of 1000 items)")
+    assert show_value({"a": {"b": {"c": {"d": 1}}, "e": []}}) == '{"a":{"b":{"c":{...}},"e":[]}}'
+    assert show_value(nested(100_000)) == "[[[[...]]]]"
+    assert show_value(10**5000) == "<an integer of about 5001 digits>"
+    assert show_value(float("-inf")) == "-Infinity"
+
+    class Broken:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    assert show_value(Broken()) == "<Broken>"
+
+
+def test_deep_arguments_are_invalid_arguments_in_the_validator(world):
+    from faultbench.kernel import InvalidArguments
+
+    with pytest.raises(InvalidArguments) as info:
+        world._ops["get_order"].validator.validate({"id": nested(2_000)})
+    assert str(info.value) == (
+        "invalid arguments for get_order: `id`: expected a string, got [[[[...]]]]"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_call.args_json lets msgspec's RecursionError out while logging the arguments; "
+    "it must fall back to show_value for them (owned by the performance engineer)",
+)
+def test_deep_arguments_are_invalid_arguments(world):
+    r = world.call("get_order", {"id": nested(2_000)})
+    assert r.error_kind == "invalid_arguments"
+    assert r.text == "invalid arguments for get_order: `id`: expected a string, got [[[[...]]]]"
+
+
+def test_unknown_tool_text_is_short_for_a_long_name():
+    from faultbench.kernel._errors import unknown_tool_text
+
+    text = unknown_tool_text(MEGA, ["get_order", "list_orders"])
+    assert text == (
+        "unknown tool '" + "x" * 100 + "...' (1000000 characters). "
+        "Available tools: get_order, list_orders"
+    )
+    assert unknown_tool_text("get_ordr", ["get_order"]) == (
+        "unknown tool 'get_ordr'. Did you mean 'get_order'? Available tools: get_order"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_call.admit writes the unknown tool's name in full; it must use "
+    "_errors.unknown_tool_text (owned by the performance engineer)",
+)
+def test_unknown_tool_with_a_megabyte_name(world):
+    r = world.call(MEGA, {})
+    assert r.error_kind == "unknown_tool"
+    assert len(r.text) < 400
+
+
 def test_unknown_tool(world):
     r = world.call("refund_order", {"id": "1"})
     assert r.error_kind == "unknown_tool"

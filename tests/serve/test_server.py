@@ -233,6 +233,13 @@ async def test_bad_arguments_are_tool_errors_and_change_nothing(shop, mode, tool
     assert shop.to_dict() == before
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="kernel: _call.args_json lets msgspec's RecursionError out while logging the "
+    "arguments, so the server's catch-all answers internal_error (owned by the performance "
+    "engineer; remove this mark once it falls back to show_value)",
+)
 async def test_2000_deep_arguments_are_a_tool_error(shop, mode):
     """Deeper than any client serializes (the official one stops at 254 levels, wire parsers
     at ~200), so the payload is handed to the registered tools/call handler directly."""
@@ -248,12 +255,14 @@ async def test_2000_deep_arguments_are_a_tool_error(shop, mode):
     version = "2025-11-25" if mode == "legacy" else "2026-07-28"
     result = await entry.handler(SimpleNamespace(protocol_version=version, request=None), params)
     assert result["isError"] is True
-    # TODO(kernel): "invalid_arguments" once argument errors survive deep nesting; today the
-    # kernel raises RecursionError and the server's catch-all answers "internal_error".
-    assert result["_meta"]["error_kind"] in ("invalid_arguments", "internal_error")
     assert shop.to_dict() == before
     async with mcp.Client(server, mode=mode) as c:
         assert not (await c.call_tool("get_order", {"id": "1"})).is_error
+    assert result["_meta"]["error_kind"] == "invalid_arguments"
+    assert result["content"][0]["text"] == (
+        "invalid arguments for create_order: `note`: expected a string or null, "
+        'got {"a":{"a":{"a":{...}}}}'
+    )
 
 
 async def test_an_exception_inside_the_server_is_an_internal_error_result(shop, mode, monkeypatch):

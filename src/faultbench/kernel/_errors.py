@@ -21,7 +21,12 @@ One tree, so callers can catch as broadly or as narrowly as they need::
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+
 import msgspec
+
+from ._show import show_repr
 
 
 class FaultbenchError(Exception):
@@ -98,8 +103,19 @@ def not_found_text(where: str, record: str | None, target_id: str | None) -> str
     agent cannot tell a fake 404 from a real one (which is the point of injecting it)."""
     what = record or "resource"
     if target_id is not None:
-        return f"404 Not Found: {where}: no {what} with id {target_id!r}"
+        return f"404 Not Found: {where}: no {what} with id {show_repr(target_id)}"
     return f"404 Not Found: {where}: the requested {what} was not found"
+
+
+def unknown_tool_text(tool: object, names: Sequence[str]) -> str:
+    """What the agent reads when it calls a tool that does not exist: its name (cut short, it
+    may be anything), the closest real one, and every tool it could call instead."""
+    name = tool if isinstance(tool, str) else str(tool)
+    hint = ""
+    if len(name) <= 100:  # difflib's cost grows with the name; a long one is close to nothing
+        close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+    return f"unknown tool {show_repr(name, 100)}.{hint} Available tools: {', '.join(names)}"
 
 
 class HandlerError(ToolCallError):

@@ -11,7 +11,6 @@ into "invalid arguments for get_order: `id`: expected a string, got 42".
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import sys
 from datetime import datetime
@@ -20,6 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ._errors import InvalidArguments
+from ._show import SHOW_MAX, show_name, show_value
 from ._spec import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
 # --- how kinds read in messages and schemas ------------------------------------------------
@@ -66,17 +66,6 @@ def describe_field(f: FieldSpec) -> str:
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 _INT_RANGE = f"an integer from {INT_MIN} to {INT_MAX}"
 _FINITE = "a finite number"
-
-
-def show_value(value: Any) -> str:
-    """A received value as the agent wrote it: JSON when possible."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value).replace("inf", "Infinity").replace("nan", "NaN")
-    try:
-        text = msgspec.json.encode(value).decode()
-    except (TypeError, msgspec.EncodeError):
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # --- arguments -------------------------------------------------------------------------------
@@ -244,7 +233,7 @@ def _py_type(a: Arg) -> Any:
 
 
 _MISSING = re.compile(r"Object missing required field `(?P<name>[^`]*)`")
-_UNKNOWN = re.compile(r"Object contains unknown field `(?P<name>[^`]*)`")
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<name>.*)`$", re.DOTALL)
 _AT = re.compile(r"^(?P<msg>.*) - at `\$(?:\.(?P<name>\w+)|\[[^\]]*\])?(?P<rest>[^`]*)`$")
 
 
@@ -287,11 +276,13 @@ class Validator:
             what = f" ({describe_kind(a.kind, a.choices)})" if a else ""
             return head + f"missing required argument `{m['name']}`{what}"
         if m := _UNKNOWN.match(msg):
-            name = m["name"]
+            # From the arguments, not msgspec's text: a name may hold backticks or newlines.
+            extra = [k for k in args if k not in self._args] if isinstance(args, dict) else []
+            name = str(extra[0]) if extra else m["name"]
             known = ", ".join(f"`{n}`" for n in self._fields) or "none"
-            close = difflib.get_close_matches(name, self._fields, n=1, cutoff=0.6)
-            hint = f" Did you mean `{close[0]}`?" if close else ""
-            return head + f"unknown argument `{name}`; this tool takes: {known}.{hint}"
+            close = _close(name, self._fields)
+            hint = f" Did you mean `{close}`?" if close else ""
+            return head + f"unknown argument `{show_name(name)}`; this tool takes: {known}.{hint}"
         m = _AT.match(msg)
         if m is None or m["name"] is None:
             if not isinstance(args, dict):
@@ -304,12 +295,13 @@ class Validator:
                     "expected argument names (strings). Instead, received the key "
                     + show_value(bad[0])
                 )
-            return head + msg
+            return head + show_name(msg, SHOW_MAX)
         name, rest, inner = m["name"], m["rest"], m["msg"]
         a = self._args.get(name)
         got = args.get(name) if isinstance(args, dict) else None
         if rest or a is None:  # inside a list/dict argument: msgspec's words are precise
-            return head + f"`{name}{rest}`: {inner[0].lower()}{inner[1:]}"
+            inner = show_name(inner[0].lower() + inner[1:], SHOW_MAX)
+            return head + f"`{show_name(name + rest)}`: {inner}"
         want = describe_kind(a.kind, a.choices, a.nullable)
         if a.kind == "int" and isinstance(got, int) and not isinstance(got, bool):
             want = _INT_RANGE
@@ -317,7 +309,16 @@ class Validator:
             want = _FINITE
         text = f"`{name}`: expected {want}, got {show_value(got)}"
         if a.kind == "enum" and isinstance(got, str):
-            close = difflib.get_close_matches(got, a.choices, n=1, cutoff=0.6)
+            close = _close(got, a.choices)
             if close:
-                text += f". Did you mean {close[0]!r}?"
+                text += f". Did you mean {close!r}?"
         return head + text
+
+
+def _close(word: str, names: Any) -> str | None:
+    """The name closest to `word`, if one is close; a long `word` is close to nothing (and
+    difflib's cost grows with it, so a megabyte name is not compared at all)."""
+    if len(word) > 100:
+        return None
+    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
+    return close[0] if close else None

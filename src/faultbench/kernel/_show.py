@@ -1,0 +1,128 @@
+"""Agent input as error messages echo it: short, and safe for any value.
+
+An agent can send anything: a megabyte string, an id of a million characters, arguments nested
+thousands of levels deep. Messages that quote what it sent must stay readable and small, and
+rendering must never be the thing that fails (a RecursionError here would turn the agent's
+mistake into an `internal_error`). So rendering stops at a depth (deeper containers read
+`[...]` / `{...}`) and at a length (`...`), and never walks more of the value than it prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Set
+from typing import Any
+
+import msgspec
+
+#: At most this many characters of a value in a message (plus a size note for long ones).
+SHOW_MAX = 200
+#: Containers nested deeper than this read `[...]` / `{...}`.
+SHOW_DEPTH = 3
+
+
+class _Full(Exception):
+    """The rendering reached its length limit: what was written so far is enough."""
+
+
+def show_value(value: Any, limit: int = SHOW_MAX) -> str:
+    """`value` as the agent wrote it (compact JSON when possible), at most ~`limit` chars."""
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        if size > limit:
+            raise _Full
+
+    def walk(v: Any, depth: int) -> None:
+        if isinstance(v, Mapping):
+            if not v:
+                put("{}")
+            elif depth >= SHOW_DEPTH:
+                put("{...}")
+            else:
+                put("{")
+                for i, (k, x) in enumerate(v.items()):
+                    put("," if i else "")
+                    put(_scalar(k if isinstance(k, str) else str(k), limit) + ":")
+                    walk(x, depth + 1)
+                put("}")
+        elif isinstance(v, list | tuple | Set):
+            if not v:
+                put("[]")
+            elif depth >= SHOW_DEPTH:
+                put("[...]")
+            else:
+                put("[")
+                for i, x in enumerate(v):
+                    put("," if i else "")
+                    walk(x, depth + 1)
+                put("]")
+        else:
+            put(_scalar(v, limit))
+
+    try:
+        walk(value, 0)
+    except _Full:
+        text = "".join(parts)[: max(limit - 3, 1)] + "..."
+        return text + _size_note(value)
+    return "".join(parts)
+
+
+def show_repr(value: Any, limit: int = SHOW_MAX) -> str:
+    """`repr(value)` for messages in Python's quoting (`'abc'`), at most ~`limit` chars."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        quoted = repr(value[:limit])
+        return f"{quoted[:-1]}...{quoted[-1]}{_size_note(value)}"
+    return show_value(value, limit)
+
+
+def show_name(name: str, limit: int = 60) -> str:
+    """An argument or tool name the agent made up, cut to `limit` characters."""
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def _size_note(value: Any) -> str:
+    if isinstance(value, str):
+        return f" ({len(value)} characters)"
+    if isinstance(value, Mapping):
+        return f" (an object of {len(value)} keys)"
+    if isinstance(value, list | tuple | Set):
+        return f" (an array of {len(value)} items)"
+    return ""
+
+
+def _scalar(v: Any, limit: int) -> str:
+    if isinstance(v, str):
+        # Only what can be shown is encoded: a 1 MB string costs as much as a short one.
+        return _json(v[: limit + 1]) or repr(v[: limit + 1])
+    if isinstance(v, bool) or v is None:
+        return "true" if v is True else "false" if v is False else "null"
+    if isinstance(v, int):
+        try:
+            return str(v)
+        except ValueError:  # over sys.get_int_max_str_digits() (4300 by default)
+            return f"<an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits>"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return repr(v).replace("inf", "Infinity").replace("nan", "NaN")
+        return _json(v) or repr(v)
+    text = _json(v)
+    if text is None:
+        try:
+            text = repr(v)
+        except Exception:  # a broken __repr__ (or a cyclic one) must not fail the message
+            text = f"<{type(v).__name__}>"
+    return text
+
+
+def _json(v: Any) -> str | None:
+    try:
+        return msgspec.json.encode(v).decode()
+    except Exception:  # not JSON (or too deep, for a Struct): the caller falls back to repr
+        return None
