@@ -24,6 +24,10 @@ def create_return(world, clock, order_id: str, reason: Reason = "other") -> dict
     """Open a return for a delivered order.
 
     Refused when the order does not exist, was not delivered, or already has a return.
+
+    Args:
+        order_id: id of the delivered order to send back.
+        reason: why the customer returns it.
     """
     order = _order(world, order_id)
     if order.status != "delivered":
@@ -43,6 +47,12 @@ def issue_refund(world, clock, order_id: str, amount: float, currency: str | Non
     """Refund part or all of an order's total to the customer.
 
     The amounts refunded for one order can never exceed its total.
+
+    Args:
+        order_id: id of the order to refund.
+        amount: how much to refund, in the order's currency; more than zero and at most what
+            is left of the order's total after earlier refunds.
+        currency: the refund's currency (USD or EUR); leave it out to use the order's.
     """
     order = _order(world, order_id)
     if amount <= 0:
@@ -64,7 +74,11 @@ def issue_refund(world, clock, order_id: str, amount: float, currency: str | Non
 
 
 def cancel_order(world, clock, order_id: str) -> dict:
-    """Cancel an order that has not shipped yet."""
+    """Cancel an order that has not shipped yet.
+
+    Args:
+        order_id: id of the order to cancel; its status must still be placed.
+    """
     order = _order(world, order_id)
     if order.status != "placed":
         raise ValueError(f"order {order_id} is {order.status}; only placed orders can be cancelled")

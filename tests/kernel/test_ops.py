@@ -704,7 +704,7 @@ def test_descriptions_say_what_which_record_and_how_it_fails(world):
     assert d["delete_order"].startswith("Delete an order by id.")
     assert d["update_order"].endswith("Fails with a not-found error if there is none.")
     assert d["list_orders"] == (
-        "List orders, optionally filtered by status, customer (exact match). Returns an array "
+        "List orders, optionally filtered by status and customer (exact match). Returns an array "
         "of orders in id order."
     )
     props = world.tool("list_orders").input_schema["properties"]
@@ -713,3 +713,127 @@ def test_descriptions_say_what_which_record_and_how_it_fails(world):
     )
     note = world.tool("update_order").input_schema["properties"]["note"]["description"]
     assert note.endswith("omit to keep the current value, null to clear it")
+
+
+# --- argument descriptions of custom handlers ------------------------------------------------
+
+_DOC_WORLD = """
+name: docs
+services:
+  shop:
+    records:
+      order: { status: enum[placed, shipped], placed_at: datetime }
+      line_item: { order_id: ref[order], qty: int }
+    operations:
+      google: { kind: custom, handler: doc_handlers.google }
+      numpy: { kind: custom, handler: doc_handlers.numpy }
+      sphinx: { kind: custom, handler: doc_handlers.sphinx }
+      bare: { kind: custom, handler: doc_handlers.bare, record: line_item }
+"""
+
+_DOC_HANDLERS = '''
+from datetime import datetime
+from typing import Literal
+
+
+def google(world, clock, order_id: str, amount: float, mode: Literal["a", "b"] = "a",
+           note: str | None = None):
+    """Google style.
+
+    Args:
+        order_id: the order to charge.
+        amount (float): how much, in the order's
+            currency; more than zero.
+        mode: how to charge.
+        note: a note for the customer.
+
+    Returns:
+        dict: the charge.
+    """
+
+
+def numpy(world, clock, order_id: str, when: datetime):
+    """NumPy style.
+
+    Parameters
+    ----------
+    order_id : str
+        The order
+        to ship.
+    when : datetime
+        When it leaves.
+
+    Returns
+    -------
+    dict
+    """
+
+
+def sphinx(world, clock, order_id: str, qty: int = 1):
+    """Sphinx style.
+
+    :param order_id: the order to split.
+    :param int qty: how many parts.
+    :returns: the parts.
+    """
+
+
+def bare(world, clock, order_id: str, line_item_id: str, qty: int, reason: Literal["x", "y"],
+         at: datetime | None = None, extra=None, count: int = 3):
+    """No argument documented."""
+'''
+
+
+@pytest.fixture
+def doc_world(tmp_path):
+    from faultbench.kernel import load_world
+
+    (tmp_path / "docs.yaml").write_text(_DOC_WORLD)
+    (tmp_path / "doc_handlers.py").write_text(_DOC_HANDLERS)
+    return load_world(tmp_path / "docs.yaml")
+
+
+def arg_texts(world, tool):
+    props = world.tool(tool).input_schema["properties"]
+    return {name: prop.get("description") for name, prop in props.items()}
+
+
+@pytest.mark.parametrize(
+    ("tool", "texts"),
+    [
+        (
+            "google",
+            {
+                "order_id": "the order to charge.",
+                "amount": "how much, in the order's currency; more than zero.",
+                "mode": 'how to charge: one of a, b (optional, default: "a")',
+                "note": "a note for the customer. Optional.",
+            },
+        ),
+        (
+            "numpy",
+            {
+                "order_id": "The order to ship.",
+                "when": "When it leaves: an RFC 3339 date-time with timezone",
+            },
+        ),
+        (
+            "sphinx",
+            {"order_id": "the order to split.", "qty": "how many parts. Optional, default: 1."},
+        ),
+        (
+            "bare",
+            {
+                "order_id": "id of the order",
+                "line_item_id": "id of the line item",
+                "qty": "qty of the line item",
+                "reason": "reason: one of x, y",
+                "at": "at: an RFC 3339 date-time with timezone (optional)",
+                "extra": "extra: any JSON value (optional)",
+                "count": "count (optional, default: 3)",
+            },
+        ),
+    ],
+)
+def test_handler_arguments_are_described(doc_world, tool, texts):
+    assert arg_texts(doc_world, tool) == texts

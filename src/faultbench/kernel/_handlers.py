@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import types
 import typing
@@ -178,6 +179,7 @@ def handler_params(func: Callable[..., Any]) -> tuple[ParamSpec, ...]:
             f"its signature is {sig}: **{rest[0].name} gives the tool no arguments; {SIGNATURE_HELP}"
             ", or def op(world, clock) for a tool without arguments"
         )
+    docs = param_docs(func)
     out: list[ParamSpec] = []
     for p in rest:
         if p.kind is inspect.Parameter.VAR_KEYWORD:
@@ -196,6 +198,7 @@ def handler_params(func: Callable[..., Any]) -> tuple[ParamSpec, ...]:
                 default=None if required else p.default,
                 choices=choices,
                 nullable=nullable or (not required and p.default is None),
+                description=docs.get(p.name, ""),
             )
         )
     return tuple(out)
@@ -245,3 +248,106 @@ def handler_description(func: Callable[..., Any]) -> str | None:
     if not doc:
         return None
     return " ".join(doc.strip().split("\n\n", 1)[0].split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Docstrings -> argument descriptions
+# ---------------------------------------------------------------------------------------------
+
+_GOOGLE_HEADER = re.compile(
+    r"(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters):"
+)
+_GOOGLE_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?:\([^)]*\))?\s*:(?P<text>.*)")
+_NUMPY_HEADERS = {"Parameters", "Other Parameters", "Keyword Arguments", "Arguments"}
+_NUMPY_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?::.*)?")
+_SPHINX_ENTRY = re.compile(r":param\s+(?:[^:]*\s)?\*{0,2}(?P<name>\w+)\s*:(?P<text>.*)")
+
+
+def param_docs(func: Callable[..., Any]) -> dict[str, str]:
+    """Argument name -> its documented text, from a Google-style `Args:` section, a NumPy-style
+    `Parameters` section or Sphinx `:param name:` fields of the handler's docstring. Each
+    text is on one line; undocumented arguments are left out."""
+    doc = inspect.getdoc(func)
+    if not doc:
+        return {}
+    lines = doc.expandtabs().splitlines()
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        text = lines[i].strip()
+        indent = _indent(lines[i])
+        if _GOOGLE_HEADER.fullmatch(text):
+            i = _google_section(lines, i + 1, indent, out)
+        elif text in _NUMPY_HEADERS and i + 1 < len(lines) and _is_rule(lines[i + 1]):
+            i = _numpy_section(lines, i + 2, indent, out)
+        elif m := _SPHINX_ENTRY.fullmatch(text):
+            body, i = _continuation(lines, i + 1, indent)
+            _put(out, m["name"], [m["text"], *body])
+        else:
+            i += 1
+    return out
+
+
+def _google_section(lines: list[str], i: int, header: int, out: dict[str, str]) -> int:
+    """Entries `name (type): text`, one indent in; deeper lines continue the entry."""
+    entry: int | None = None
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        indent = _indent(line)
+        if indent <= header:
+            break
+        if entry is None:
+            entry = indent
+        m = _GOOGLE_ENTRY.fullmatch(line.strip()) if indent == entry else None
+        if m is None:  # prose between entries: not an argument's text
+            i += 1
+            continue
+        body, i = _continuation(lines, i + 1, indent)
+        _put(out, m["name"], [m["text"], *body])
+    return i
+
+
+def _numpy_section(lines: list[str], i: int, header: int, out: dict[str, str]) -> int:
+    """Entries `name : type` at the header's indent, their text indented below them."""
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if _indent(line) < header or (i + 1 < len(lines) and _is_rule(lines[i + 1])):
+            break  # the next section
+        m = _NUMPY_ENTRY.fullmatch(line.strip())
+        body, i = _continuation(lines, i + 1, _indent(line))
+        if m is None:
+            continue
+        _put(out, m["name"], body)
+    return i
+
+
+def _continuation(lines: list[str], i: int, indent: int) -> tuple[list[str], int]:
+    """The lines indented deeper than `indent` from `i` on (blank lines inside kept)."""
+    body: list[str] = []
+    while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > indent):
+        body.append(lines[i].strip())
+        i += 1
+    while body and not body[-1]:
+        body.pop()
+    return body, i
+
+
+def _put(out: dict[str, str], name: str, parts: list[str]) -> None:
+    text = " ".join(" ".join(parts).split())
+    if text and name not in out:
+        out[name] = text
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _is_rule(line: str) -> bool:
+    text = line.strip()
+    return len(text) >= 3 and set(text) == {"-"}

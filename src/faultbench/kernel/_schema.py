@@ -86,23 +86,23 @@ def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Ar
 
 def _about(f: FieldSpec, rspec: RecordSpec) -> str:
     if f.kind == "ref":
-        return f"id of the {f.ref} this {rspec.name} refers to"
+        return f"id of the {_w(f.ref)} this {_w(rspec.name)} refers to"
     if f.kind == "enum":
-        return f"{f.name} of the {rspec.name}: one of {', '.join(f.choices)}"
+        return f"{f.name} of the {_w(rspec.name)}: one of {', '.join(f.choices)}"
     if f.kind == "datetime":
-        return f"{f.name} of the {rspec.name}, an RFC 3339 date-time with timezone"
-    return f"{f.name} of the {rspec.name}"
+        return f"{f.name} of the {_w(rspec.name)}, an RFC 3339 date-time with timezone"
+    return f"{f.name} of the {_w(rspec.name)}"
 
 
 def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
     """The arguments a tool takes, in the order the agent sees them."""
     if op.kind == "custom":
         return [
-            Arg(p.name, p.kind, p.required, p.choices, p.nullable, _param_text(p))
+            Arg(p.name, p.kind, p.required, p.choices, p.nullable, _param_text(p, op, records))
             for p in op.params
         ]
     rspec = records[op.record]  # type: ignore[index]
-    rid = f"id of the {rspec.name}"
+    rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
         return [Arg("id", "str", True, description=rid)]
     if op.kind == "list":
@@ -110,16 +110,19 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
         for name in op.filter:
             f = rspec.field(name)
             assert f is not None, f"filter field {name!r} was validated by the loader"
-            text = f"only {rspec.plural} whose {name} equals this; omit to not filter on it"
+            text = f"only {_w(rspec.plural)} whose {name} equals this; omit to not filter on it"
             if f.kind == "ref":
-                text = f"only {rspec.plural} of this {f.ref} (its id); omit to not filter on it"
+                text = (
+                    f"only {_w(rspec.plural)} of this {_w(f.ref)} (its id); "
+                    "omit to not filter on it"
+                )
             out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
         return out
     if op.kind == "create":
         out = []
         for f in rspec.fields:
             if f.name == "id":
-                text = f"id for the new {rspec.name}; omit it to get the next free id"
+                text = f"id for the new {_w(rspec.name)}; omit it to get the next free id"
                 out.append(Arg("id", "str", False, description=text))
                 continue
             required = not f.optional and not f.has_default
@@ -132,7 +135,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
         # Required arguments first: models fill schemas top-down.
         return sorted(out, key=lambda a: not a.required)
     if op.kind == "update":
-        out = [Arg("id", "str", True, description=f"id of the {rspec.name} to change")]
+        out = [Arg("id", "str", True, description=f"id of the {_w(rspec.name)} to change")]
         for f in rspec.fields:
             if f.name != "id":
                 text = _about(f, rspec) + "; omit to keep the current value"
@@ -143,11 +146,39 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     raise AssertionError(f"unknown operation kind {op.kind!r}")
 
 
-def _param_text(p: ParamSpec) -> str:
-    text = p.name.replace("_", " ")
+def _param_text(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
+    """A custom handler's argument as the agent reads it: the docstring's words for it, or
+    what its name says (`order_id` of a world with orders is an order's id); then what
+    values it takes, when the JSON type alone does not say, and its default."""
+    text = p.description or _param_guess(p, op, records)
+    if p.kind == "enum":
+        text = _join(text, "one of " + ", ".join(p.choices))
+    elif p.kind == "datetime":
+        text = _join(text, "an RFC 3339 date-time with timezone")
+    elif p.kind == "any" and not p.description:
+        text = _join(text, "any JSON value")
     if not p.required:
-        text += f" (default: {show_value(p.default)})"
+        default = "" if p.default is None else f", default: {show_value(p.default)}"
+        # documented text is sentences: the note follows as one
+        text += f" Optional{default}." if text.endswith(".") else f" (optional{default})"
     return text
+
+
+def _join(text: str, more: str) -> str:
+    return f"{text.rstrip('.')}: {more}" if text else more
+
+
+def _param_guess(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
+    stem = p.name.removesuffix("_id")
+    if stem != p.name and stem in records and p.kind in ("str", "any"):
+        return f"id of the {_w(stem)}"
+    if p.name == "id" and op.record is not None:
+        return f"id of the {_w(op.record)}"
+    rspec = records.get(op.record) if op.record else None
+    f = rspec.field(p.name) if rspec is not None else None
+    if f is not None and f.kind == p.kind and rspec is not None:
+        return f"{p.name} of the {_w(rspec.name)}"
+    return p.name.replace("_", " ")
 
 
 def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> str:
@@ -157,21 +188,30 @@ def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> st
         return f"Run the {op.name} operation of the {op.service} service."
     r = records[op.record]
     if op.kind == "get":
-        return f"Get one {r.name} by id. Fails with a not-found error if there is none."
+        return f"Get one {_w(r.name)} by id. Fails with a not-found error if there is none."
     if op.kind == "list":
-        by = f", optionally filtered by {', '.join(op.filter)} (exact match)" if op.filter else ""
-        return f"List {r.plural}{by}. Returns an array of {r.plural} in id order."
+        names = [*op.filter]
+        if len(names) > 1:
+            names[-2:] = [f"{names[-2]} and {names[-1]}"]
+        by = f", optionally filtered by {', '.join(names)} (exact match)" if names else ""
+        return f"List {_w(r.plural)}{by}. Returns an array of {_w(r.plural)} in id order."
     if op.kind == "create":
-        return f"Create {_a(r.name)}. Returns the new {r.name}, including its id."
+        return f"Create {_a(_w(r.name))}. Returns the new {_w(r.name)}, including its id."
     if op.kind == "update":
         return (
-            f"Change fields of an existing {r.name}, by id; fields left out keep their value. "
-            f"Returns the updated {r.name}. Fails with a not-found error if there is none."
+            f"Change fields of an existing {_w(r.name)}, by id; fields left out keep their "
+            "value. "
+            f"Returns the updated {_w(r.name)}. Fails with a not-found error if there is none."
         )
     return (
-        f"Delete {_a(r.name)} by id. Returns the deleted {r.name}. Fails with a not-found error "
-        "if there is none."
+        f"Delete {_a(_w(r.name))} by id. Returns the deleted {_w(r.name)}. Fails with a "
+        "not-found error if there is none."
     )
+
+
+def _w(name: str) -> str:
+    """A record name as words in prose: `return_request` reads "return request"."""
+    return name.replace("_", " ")
 
 
 def _a(noun: str) -> str:

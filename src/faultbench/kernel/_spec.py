@@ -78,6 +78,7 @@ class ParamSpec(msgspec.Struct, frozen=True):
     default: Any = None
     choices: tuple[str, ...] = ()  # Literal[...] annotations become enum params
     nullable: bool = False  # `X | None`
+    description: str = ""  # from the handler docstring's Args:/Parameters section, if any
 
 
 class OperationSpec(msgspec.Struct, frozen=True):
