@@ -71,7 +71,10 @@ def test_latency_moves_the_virtual_clock_and_nothing_sleeps():
 
 
 def test_a_world_without_faults_ignores_its_rules():
-    world = shop({"default": {"latency_ms": [50, 200], "errors": {"http_500": 1.0}}}, enabled=False)
+    # rules can only be set on a world with faults; a fork without them keeps but ignores them
+    world = shop({"default": {"latency_ms": [50, 200], "errors": {"http_500": 1.0}}})
+    world = world.fork(faults=False)
+    assert world.fault_rules
     result = world.call("get_order", {"id": "1"})
     assert result.ok
     assert world.clock.now() == T0

@@ -278,3 +278,35 @@ def test_the_state_at_an_earlier_virtual_time_has_one_implementation(world):
     assert "2" in at(T0 + timedelta(seconds=119)).tables["order"]
     assert "2" not in at(T0 + timedelta(seconds=120)).tables["order"]
     assert at(world.clock.now()) is world._state
+
+
+# --- fault rules on a world without faults ---------------------------------------------------
+
+
+def test_set_faults_on_a_world_without_faults_says_how_to_get_them(spec):
+    from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
+
+    world = World.from_spec(spec, faults=False)
+    before = world.fault_rules
+    n = len(world.events)
+    rules = {"shop.get_order": {"errors": {"http_500": 1.0}}}
+    with pytest.raises(FaultsDisabled) as info:
+        world.set_faults(rules)
+    assert isinstance(info.value, FaultbenchError)
+    assert str(info.value) == (
+        f"faults are disabled for the world {spec.name!r} (faults=False), so rules for "
+        "shop.get_order would never apply. Create it with faults=True (and set_faults({}) to "
+        "start without rules), or set them on world.fork(faults=True)."
+    )
+    assert world.fault_rules == before
+    assert len(world.events) == n
+    world.set_faults({})  # no rules on a world without faults: nothing to refuse
+    assert world.fault_rules == {}
+    # the two fixes the message names
+    fork = world.fork(faults=True)
+    fork.set_faults(rules)
+    assert fork.call("get_order", {"id": "1"}).error_kind == "http_500"
+    enabled = World.from_spec(spec)
+    enabled.set_faults({})
+    enabled.set_faults(rules)
+    assert enabled.call("get_order", {"id": "1"}).error_kind == "http_500"

@@ -258,6 +258,35 @@ async def test_control_api(tmp_path):
 # --- --isolate -------------------------------------------------------------------------------
 
 
+async def test_no_faults_serves_no_rules_and_put_faults_still_adds_some(serve_http):
+    """`--no-faults` starts a world with faults on and an empty rule set, not a world with
+    faults off: rules set at run time then apply."""
+    server = serve_http(str(SHOP), "--no-faults")
+    assert (await control(server.base, "GET", "faults")).json() == {"faults": {}}
+    assert (await control(server.base, "GET", "")).json()["faults"] is True
+    put = await control(
+        server.base, "PUT", "faults", json={"orders.get_order": {"errors": {"http_503": 1.0}}}
+    )
+    assert put.status_code == 200, put.text
+    async with httpx2.AsyncClient(timeout=10) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with mcp.Client(transport, read_timeout_seconds=15) as client:
+            broken = await client.call_tool("get_order", {"id": "1"})
+    assert broken.is_error
+    assert broken.content[0].text.startswith("503 Service Unavailable")
+
+
+async def test_put_faults_on_a_world_created_without_faults_is_a_409():
+    async with running(faultbench.load_world(SHOP, faults=False)) as server:
+        put = await control(
+            server.base, "PUT", "faults", json={"orders.get_order": {"errors": {"http_503": 1.0}}}
+        )
+        assert put.status_code == 409
+        assert "(faults=False)" in put.json()["error"]
+        assert "world.fork(faults=True)" in put.json()["error"]
+        assert (await control(server.base, "PUT", "faults", json={})).status_code == 200
+
+
 async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
     events_file = tmp_path / "events.jsonl"
     async with running(rule_free_shop(), events=events_file, isolate=True) as server:

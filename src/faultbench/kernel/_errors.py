@@ -15,6 +15,7 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   ├── InternalError       anything else went wrong running the call (a bug)
     │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
     ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
+    ├── FaultsDisabled          fault rules set on a world created with faults=False
     ├── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
     └── ReentrantApplyError     an event was applied while applying an event
 """
@@ -140,6 +141,11 @@ class InjectedFault(ToolCallError):
 class RecordError(FaultbenchError, ValueError):
     """A Table write or query was refused: unknown field, wrong type, bad enum value,
     duplicate id. Inside a custom handler it becomes a clean tool error (a ValueError)."""
+
+
+class FaultsDisabled(FaultbenchError, RuntimeError):
+    """`set_faults` was given rules for a world created with `faults=False`, where no rule
+    ever applies."""
 
 
 class ReplayError(FaultbenchError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from . import _call
 from ._calls import CallResult, Tool
 from ._clock import VirtualClock
-from ._errors import UnknownTool
+from ._errors import FaultsDisabled, UnknownTool
 from ._events import Event, WorldCreated, WorldForked
 from ._log import EventLog, Segment
 from ._ops import CompiledOp, compile_ops, tables_to_dict
@@ -234,8 +234,20 @@ class World:
     def set_faults(self, rules: Any) -> None:
         """Replace the fault rules at run time: a `faults:` block as YAML text or plain
         objects (validated like the world file's; raises WorldFileError), or a mapping of
-        key -> FaultRule. Call numbering (`k`) carries on. See docs/FAULTS.md."""
-        self._plan = _call.make_plan(self, rules=rules)
+        key -> FaultRule. Call numbering (`k`) carries on. See docs/FAULTS.md.
+
+        A world created with `faults=False` never injects a fault, so rules given to it
+        would silently do nothing: that raises `FaultsDisabled` (an empty rule set is fine).
+        """
+        plan = _call.make_plan(self, rules=rules)
+        if not self._faults and plan.rules:
+            raise FaultsDisabled(
+                f"faults are disabled for the world {self.name!r} (faults=False), so rules "
+                f"for {', '.join(plan.rules)} would never apply. Create it with faults=True "
+                "(and set_faults({}) to start without rules), or set them on "
+                "world.fork(faults=True)."
+            )
+        self._plan = plan
 
     @property
     def fault_rules(self) -> dict[str, Any]:

@@ -11,7 +11,8 @@ language look at and steer the world an agent is using over MCP.
     GET  /faultbench/clock       {"now": ISO}
     POST /faultbench/clock       {"advance": SECONDS} or {"set": ISO}
     GET  /faultbench/faults      the fault rules in force
-    PUT  /faultbench/faults      replace them (a `faults:` block as JSON or YAML)
+    PUT  /faultbench/faults      replace them (a `faults:` block as JSON or YAML); 409 if the
+                                 world was created with faults=False
     GET  /faultbench/sessions    with --isolate: the sessions that have their own world
 
 With `--isolate`, `?session=MCP_SESSION_ID` picks that session's world (created on first use,
@@ -34,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from faultbench.kernel._errors import FaultbenchError
+from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
 from faultbench.kernel._events import encode_events
 
 if TYPE_CHECKING:
@@ -124,6 +125,8 @@ class Control:
                 return await handler(request)
             except ControlError as exc:
                 return _json({"error": str(exc)}, exc.status)
+            except FaultsDisabled as exc:  # a well-formed request this world cannot take
+                return _json({"error": str(exc)}, 409)
             except (FaultbenchError, ValueError, TypeError, LookupError) as exc:
                 return _json({"error": str(exc)}, 400)
             except Exception as exc:
