@@ -255,9 +255,6 @@ async def test_control_api(tmp_path):
         assert (await control(base, "GET", "state?session=abc")).status_code == 400
 
 
-# --- --isolate -------------------------------------------------------------------------------
-
-
 async def test_no_faults_serves_no_rules_and_put_faults_still_adds_some(serve_http):
     """`--no-faults` starts a world with faults on and an empty rule set, not a world with
     faults off: rules set at run time then apply."""
@@ -287,10 +284,25 @@ async def test_put_faults_on_a_world_created_without_faults_is_a_409():
         assert (await control(server.base, "PUT", "faults", json={})).status_code == 200
 
 
+# --- --isolate -------------------------------------------------------------------------------
+
+
+async def sessions_after_close(server) -> list[str]:
+    """The open sessions, once the server has seen the last client's DELETE through (the
+    session's connection closes just after its DELETE is answered)."""
+    with anyio.fail_after(10):
+        while True:
+            sessions = (await control(server.base, "GET", "sessions")).json()["sessions"]
+            if not sessions:
+                return sessions
+            await anyio.sleep(0.02)
+
+
 async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
     events_file = tmp_path / "events.jsonl"
     async with running(rule_free_shop(), events=events_file, isolate=True) as server:
         seen: dict[float, list] = {}
+        inspected = anyio.Event()  # the agents stay connected until their worlds are checked
 
         async def agent(total: float) -> None:
             async with mcp.Client(server.url, read_timeout_seconds=15) as client:
@@ -306,29 +318,48 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
                 assert client.protocol_version == "2025-11-25"
                 rows = listed.structured_content["result"]
                 seen[total] = [r for r in rows if int(r["id"]) > 3]
+                await inspected.wait()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent, 1.0)
             tg.start_soon(agent, 2.0)
-        # Each session created ids 4..8 in its own world and sees only its own orders.
-        for total, rows in seen.items():
-            assert [r["id"] for r in rows] == ["4", "5", "6", "7", "8"]
-            assert {r["total"] for r in rows} == {total}
+            with anyio.fail_after(15):
+                while len(seen) < 2:
+                    await anyio.sleep(0.01)
+            # Each session created ids 4..8 in its own world and sees only its own orders.
+            for total, rows in seen.items():
+                assert [r["id"] for r in rows] == ["4", "5", "6", "7", "8"]
+                assert {r["total"] for r in rows} == {total}
 
-        sessions = (await control(server.base, "GET", "sessions")).json()["sessions"]
-        assert len(sessions) == 2
-        totals = set()
+            sessions = (await control(server.base, "GET", "sessions")).json()["sessions"]
+            assert len(sessions) == 2
+            totals = set()
+            for session in sessions:
+                tables = (await control(server.base, "GET", f"state?session={session}")).json()[
+                    "tables"
+                ]
+                totals |= {r["total"] for r in tables["order"][3:]}
+                assert len(tables["order"]) == 8
+            assert totals == {1.0, 2.0}
+            assert (await control(server.base, "POST", f"fork?session={sessions[0]}")).is_success
+            # an id the server never gave out gets no world of its own
+            bogus = await control(server.base, "GET", "state?session=nope")
+            assert bogus.status_code == 404
+            assert "'nope'" in bogus.json()["error"]
+            inspected.set()
+
+        # The clients closed their sessions (DELETE): their worlds are freed...
+        assert await sessions_after_close(server) == []
+        assert not server.server.sessions
         for session in sessions:
-            tables = (await control(server.base, "GET", f"state?session={session}")).json()[
-                "tables"
-            ]
-            totals |= {r["total"] for r in tables["order"][3:]}
-            assert len(tables["order"]) == 8
-            # each session's world has its own events file, which replays on its own
+            gone = await control(server.base, "GET", f"state?session={session}")
+            assert gone.status_code == 404
+            assert repr(session) in gone.json()["error"]
+            assert "has ended" in gone.json()["error"]
+            # ...and each one's events file, complete, replays on its own
             logged = decode_events((tmp_path / f"events.{session}.jsonl").read_bytes())
-            replayed = faultbench.replay(SHOP, logged)
-            assert replayed.to_dict()["order"] == tables["order"]
-        assert totals == {1.0, 2.0}
+            orders = faultbench.replay(SHOP, logged).to_dict()["order"]
+            assert len(orders) == 8
         shared = (await control(server.base, "GET", "state")).json()["tables"]
         assert len(shared["order"]) == 3  # the template new sessions fork from
 

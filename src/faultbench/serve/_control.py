@@ -13,11 +13,13 @@ language look at and steer the world an agent is using over MCP.
     GET  /faultbench/faults      the fault rules in force
     PUT  /faultbench/faults      replace them (a `faults:` block as JSON or YAML); 409 if the
                                  world was created with faults=False
-    GET  /faultbench/sessions    with --isolate: the sessions that have their own world
+    GET  /faultbench/sessions    with --isolate: the open MCP sessions (each has its own world)
 
 With `--isolate`, `?session=MCP_SESSION_ID` picks that session's world (created on first use,
 so faults can be set before the agent's first call); without it, the shared template world
-new sessions fork from.
+new sessions fork from. A session's world lives as long as its MCP session: when the client
+ends it (DELETE), it idles out or the server drops it, the world is freed and its id answers
+404 (its --events file stays).
 
 Everything here is a thin translation of HTTP to the kernel's World API; nothing computes
 on the world itself.
@@ -37,6 +39,7 @@ from starlette.routing import Route
 
 from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
 from faultbench.kernel._events import encode_events
+from faultbench.kernel._show import show_repr
 
 if TYPE_CHECKING:
     from ._server import WorldServer
@@ -83,6 +86,34 @@ class Control:
         self.journal = journal  # faultbench.serve._journal.Journals, or None
         self.snapshots: dict[str, tuple[Any, Any]] = {}  # id -> (world, snapshot)
         self._ids = itertools.count(1)
+        #: MCP sessions open now (with --isolate), whether or not they have a world yet
+        self.live: set[str] = set()
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def track_sessions(self, ctx: Any, call_next: Any) -> Any:
+        """MCP server middleware: a session is live from its `initialize` until its
+        connection closes, however it closes (client DELETE, idle timeout, server stop).
+        The SDK unwinds `connection.exit_stack` then, which is where its world is freed."""
+        if ctx.method == "initialize":
+            connection = _connection(ctx)
+            session = getattr(connection, "session_id", None)
+            if session is not None and not connection.state.get("faultbench.tracked"):
+                connection.state["faultbench.tracked"] = True
+                self.live.add(session)
+                connection.exit_stack.callback(self.session_closed, session)
+        return await call_next(ctx)
+
+    def session_closed(self, session: str) -> None:
+        """Free a session's world, the snapshots taken of it and its journal's file handle."""
+        self.live.discard(session)
+        world = self.server.sessions.pop(session, None)
+        if world is None:
+            return
+        self.snapshots = {k: v for k, v in self.snapshots.items() if v[0] is not world}
+        if self.journal is not None:
+            self.journal.drop(world)
+        log.info("session %s ended: its world is freed", session)
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -93,6 +124,14 @@ class Control:
                 400,
                 "This server shares one world between all MCP sessions; ?session= only "
                 "applies with `faultbench serve --isolate`. Drop the parameter.",
+            )
+        if session is not None and session not in self.live:
+            raise ControlError(
+                404,
+                f"Expected ?session= to name an open MCP session. Instead, received "
+                f"{show_repr(session, 80)}, which has ended (its world was freed when the "
+                "client closed the session or it idled out) or never began. Open sessions: "
+                f"GET {PREFIX}/sessions.",
             )
         return self.server.world_for(session)
 
@@ -240,7 +279,15 @@ class Control:
         return _json({"faults": msgspec.to_builtins(world.fault_rules)})
 
     async def sessions(self, request: Request) -> Response:
-        return _json({"isolate": self.server.isolate, "sessions": sorted(self.server.sessions)})
+        return _json({"isolate": self.server.isolate, "sessions": sorted(self.live)})
+
+
+def _connection(ctx: Any) -> Any:
+    """The `mcp.server.connection.Connection` a request came on. mcp 2.3's
+    `ServerRequestContext` does not expose it (its planned `Context.connection` does), so it
+    is read off the request's `ServerSession`; the tests of --isolate fail if that moves."""
+    connection = getattr(ctx, "connection", None)
+    return connection if connection is not None else ctx.session._connection
 
 
 def _last_seq(world: Any) -> int:

@@ -11,6 +11,11 @@ Facts about mcp 2.3.0 this module relies on:
 - `json_response=True` answers each POST with one JSON body instead of an SSE stream: we
   never send server-to-client messages mid-call, and it is cheaper.
 - Bodies over 4 MiB get 413 before parsing (the SDK's default limit).
+- A stateful session ends on the client's DELETE, after `session_idle_timeout` (30 min) with
+  no request, or when the server stops; the session manager has no hook for it, but each
+  session runs one `Connection` whose `exit_stack` is unwound (shielded) when it closes, and
+  `Server.middleware` sees the session's `initialize` with `ctx.session_id` and
+  `ctx.connection`: `Control.track_sessions` registers the cleanup there.
 """
 
 from __future__ import annotations
@@ -120,6 +125,10 @@ def build_app(
         )
     security = security_settings(host)
     control = Control(server, journal=journal)
+    if server.isolate:
+        # Per-session worlds are freed when their session ends; only isolating servers pay
+        # for the extra middleware layer.
+        server.middleware.append(control.track_sessions)
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,

@@ -64,6 +64,13 @@ class Journals:
         if journal is not None:
             journal.sync(rewritten=rewritten)
 
+    def drop(self, world: Any) -> None:
+        """Stop logging a session's world (it ended); its file stays, complete."""
+        journal = self._by_world.pop(id(world), None)
+        if journal is not None:
+            journal.sync()
+            journal.close()
+
     def after_call(self, world: Any, result: Any) -> None:
         self.sync(world)
 
