@@ -48,20 +48,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-faults",
         action="store_true",
-        help="start without the world file's faults: block (rules can still be set at run "
-        "time with PUT /faultbench/faults)",
+        help="start without the world file's faults: block: faults stay on with no rules, so "
+        "rules set at run time with PUT /faultbench/faults apply",
     )
     parser.add_argument(
         "--events",
         metavar="FILE",
-        help="write every event to FILE as JSON Lines, flushed after each call "
-        "(replay it with `faultbench replay FILE`); the file is truncated on start",
+        help="write every event to FILE as JSON Lines, flushed before each call is answered "
+        "(replay it with `faultbench replay FILE`); the file is truncated on start. With "
+        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl)",
     )
     parser.add_argument(
         "--isolate",
         action="store_true",
-        help="with --http: give each MCP session its own fork of the world "
-        "(the control API then takes ?session=MCP_SESSION_ID)",
+        help="with --http: give each MCP session its own fork of the world, freed when the "
+        "session ends (the control API then takes ?session=MCP_SESSION_ID)",
     )
     parser.add_argument(
         "--token",

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print the tools/list result as JSON, exactly as an MCP client receives it",
+        help="print the tools/list result as JSON: the value an MCP client receives, indented",
     )
 
 
