@@ -284,6 +284,21 @@ async def test_put_faults_on_a_world_created_without_faults_is_a_409():
         assert (await control(server.base, "PUT", "faults", json={})).status_code == 200
 
 
+async def test_control_errors_quote_what_was_sent_short():
+    async with running(rule_free_shop()) as server:
+        huge = "x" * 100_000
+        for method, path, kw in [
+            ("POST", "clock", {"json": {"rewind": huge}}),
+            ("POST", "clock", {"json": {"advance": huge}}),
+            ("POST", "restore", {"json": {"snapshot": huge}}),
+            ("GET", f"events?since={huge[:4000]}", {}),  # within the request-line limit
+        ]:
+            answer = await control(server.base, method, path, **kw)
+            assert 400 <= answer.status_code < 500
+            assert "xxx" in answer.json()["error"]
+            assert len(answer.json()["error"]) < 400, (method, path)
+
+
 # --- --isolate -------------------------------------------------------------------------------
 
 

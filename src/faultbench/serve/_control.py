@@ -210,7 +210,9 @@ class Control:
             since = int(raw)
         except ValueError:
             raise ControlError(
-                400, f"Expected ?since= to be an event seq (an integer). Instead, received: {raw!r}"
+                400,
+                "Expected ?since= to be an event seq (an integer). Instead, received: "
+                + show_repr(raw, 80),
             ) from None
         return Response(encode_events(world.events_since(since)), media_type="application/jsonl")
 
@@ -241,7 +243,7 @@ class Control:
             raise ControlError(
                 404,
                 f'Expected {{"snapshot": ID}} with an ID from POST {PREFIX}/fork on this world '
-                f"(known: {known}). Instead, received: {body!r}",
+                f"(known: {known}). Instead, received: {show_repr(body, 80)}",
             )
         world.restore(saved[1])
         self._changed(world, rewritten=True)
@@ -259,7 +261,7 @@ class Control:
                 raise ControlError(
                     400,
                     'Expected {"advance": SECONDS} or {"set": "2025-01-01T00:00:00Z"}. '
-                    f"Instead, received: {body!r}",
+                    f"Instead, received: {show_repr(body, 80)}",
                 )
             self._changed(world)
         return _json({"now": _iso(world.clock.now())})
@@ -296,15 +298,20 @@ def _last_seq(world: Any) -> int:
 
 
 def _seconds(value: Any) -> float:
+    wrong = ControlError(
+        400,
+        "Expected seconds as a number or a duration like '30s'. Instead, received: "
+        + show_repr(value, 80),
+    )
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ControlError(
-            400,
-            f"Expected seconds as a number or a duration like '30s'. Instead, received: {value!r}",
-        )
+        raise wrong
     if isinstance(value, str):
         from faultbench.kernel._loader import parse_duration
 
-        return parse_duration(value)
+        try:
+            return parse_duration(value)
+        except ValueError:  # its message quotes the whole text back
+            raise wrong from None
     return float(value)
 
 
@@ -315,5 +322,5 @@ def _datetime(value: Any) -> datetime:
         raise ControlError(
             400,
             "Expected an ISO 8601 time with a timezone, like '2025-01-01T00:00:00Z'. "
-            f"Instead, received: {value!r}",
+            f"Instead, received: {show_repr(value, 80)}",
         ) from None
