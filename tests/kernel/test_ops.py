@@ -376,11 +376,6 @@ def test_deep_arguments_are_invalid_arguments_in_the_validator(world):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_call.args_json lets msgspec's RecursionError out while logging the arguments; "
-    "it must fall back to show_value for them (owned by the performance engineer)",
-)
 def test_deep_arguments_are_invalid_arguments(world):
     r = world.call("get_order", {"id": nested(2_000)})
     assert r.error_kind == "invalid_arguments"
@@ -400,11 +395,6 @@ def test_unknown_tool_text_is_short_for_a_long_name():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_call.admit writes the unknown tool's name in full; it must use "
-    "_errors.unknown_tool_text (owned by the performance engineer)",
-)
 def test_unknown_tool_with_a_megabyte_name(world):
     r = world.call(MEGA, {})
     assert r.error_kind == "unknown_tool"

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._calls import CallResult
-from ._errors import InjectedFault, InternalError, InvalidArguments, ToolCallError, UnknownTool
+from ._errors import (
+    InjectedFault,
+    InternalError,
+    InvalidArguments,
+    ToolCallError,
+    UnknownTool,
+    unknown_tool_text,
+)
 from ._events import (
     CallFailed,
     CallStarted,
@@ -37,9 +44,8 @@ from ._events import (
 )
 from ._faults import FAILURE_KINDS, FaultDecision, FaultPlan, created_field
 from ._log import EventLog, Segment
-from ._ops import CompiledOp, Transaction, to_json_value
+from ._ops import CompiledOp, Transaction
 from ._schema import show_value
-from ._tables import did_you_mean
 
 if TYPE_CHECKING:
     from ._state import State
@@ -122,11 +128,11 @@ class Flight:
 def args_json(args: Any) -> dict[str, Any]:
     """Arguments as JSON types, as they go into the log (and come back from it): always a new
     dict, so a caller changing its own dict after the call cannot rewrite the log."""
-    if isinstance(args, Mapping) and not isinstance(args, dict):
+    if type(args) is not dict and isinstance(args, Mapping):
         args = dict(args)  # a MappingProxy, a custom Mapping: logged as the mapping it is
     try:
         out = msgspec.to_builtins(args, str_keys=True)
-    except (TypeError, msgspec.EncodeError, ValueError):
+    except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
         out = {str(k): show_value(v) for k, v in args.items()} if isinstance(args, dict) else None
     if not isinstance(out, dict):
         return {"<arguments>": show_value(args)}
@@ -141,11 +147,7 @@ def admit(world: World, tool: str, args: Any) -> Flight | CallResult:
         args = {}
     op = world._ops.get(tool)
     if op is None:
-        names = list(world._ops)
-        exc: ToolCallError = UnknownTool(
-            f"unknown tool {tool!r}.{did_you_mean(str(tool), names)} "
-            f"Available tools: {', '.join(names)}"
-        )
+        exc: ToolCallError = UnknownTool(unknown_tool_text(tool, list(world._ops)))
         return _reject(world, call_id, str(tool), args, exc)
     try:
         clean = op.validator.validate(args)
@@ -157,7 +159,7 @@ def admit(world: World, tool: str, args: Any) -> Flight | CallResult:
     flight.started = now = state.clock
     plan: FaultPlan = world._plan
     # Decided before this call is in the log, so its own start is not in its rate window.
-    decision = _decide(world, plan, op, k, clean, now) if plan.enabled else None
+    decision = _decide(world, plan, op, k, clean, now) if _may_fault(plan, op) else None
     flight.decision = decision
     world._emit(
         CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k)
@@ -171,6 +173,12 @@ def admit(world: World, tool: str, args: Any) -> Flight | CallResult:
     if decision.kind is not None and decision.kind != "malformed_json":
         _log_fault(world, flight, decision.detail())
     return flight
+
+
+def _may_fault(plan: FaultPlan, op: CompiledOp) -> bool:
+    """False when the plan surely leaves `op` alone: off, or its rule does nothing (known
+    once the plan has decided one call to it)."""
+    return plan.enabled and plan._active.get(op.spec.qualname) is not False
 
 
 def _decide(
@@ -262,8 +270,7 @@ def advance_to(world: World, to: datetime, call_id: str) -> None:
 def _attempt(world: World, flight: Flight, state: State | None = None) -> tuple[Any, Transaction]:
     """Run the operation once in a fresh transaction; raises ToolCallError."""
     tx = Transaction(world, flight.call_id, state)
-    value = to_json_value(flight.op.run(tx, dict(flight.args)))
-    return value, tx
+    return flight.op.run(tx, dict(flight.args)), tx
 
 
 def execute(world: World, flight: Flight) -> None:
@@ -279,13 +286,18 @@ def execute(world: World, flight: Flight) -> None:
         if flight.error is None and flight.text is None:
             flight.text = _encode(flight.value).decode()
     except Exception as exc:
-        if world._state is not state:
-            # Back to before the call, as `restore` does: a new segment on a view of the log
-            # as it was, so anyone holding a view of the undone events keeps them.
-            world._state = state
-            world._seg = Segment(EventLog(seg, state.seq))
+        _undo(world, state, seg)
         flight.value = flight.text = None
         flight.error = internal_error(flight.op.name, exc)
+
+
+def _undo(world: World, state: State, seg: Segment) -> None:
+    """Back to `state` (and the log of `seg` as it was then), after a call broke."""
+    if world._state is not state:
+        # As `restore` does: a new segment on a view of the log as it was, so anyone holding
+        # a view of the undone events keeps them.
+        world._state = state
+        world._seg = Segment(EventLog(seg, state.seq))
 
 
 def internal_error(tool: str, exc: BaseException) -> InternalError:
@@ -371,49 +383,72 @@ def break_json(text: str) -> str:
 
 def finish(world: World, flight: Flight) -> CallResult:
     """Log the answer (the clock is at `flight.end_at`) and build what the agent gets."""
-    state = world._state
-    tool = flight.op.name
     d = flight.decision
-    fault = d.kind if d is not None else None
-    exc = flight.error
+    return _answer(
+        world,
+        flight.op,
+        flight.call_id,
+        flight.jargs,
+        flight.k,
+        flight.started,
+        d.kind if d is not None else None,
+        flight.error,
+        flight.value,
+        flight.text,
+    )
+
+
+def _answer(
+    world: World,
+    op: CompiledOp,
+    call_id: str,
+    jargs: dict[str, Any],
+    k: int,
+    started: datetime,
+    fault: str | None,
+    exc: ToolCallError | None,
+    value: Any,
+    text: str | None,
+) -> CallResult:
+    state = world._state
+    tool = op.name
     if exc is not None:
         world._emit(
             CallFailed(
                 seq=state.seq,
                 at=state.clock,
-                call_id=flight.call_id,
+                call_id=call_id,
                 tool=tool,
                 kind=exc.kind,
                 message=exc.message,
             )
         )
         return CallResult(
-            call_id=flight.call_id,
+            call_id=call_id,
             tool=tool,
-            args=_copy(flight.jargs),
+            args=_copy(jargs),
             ok=False,
             text=exc.message,
             error=exc.message,
             error_kind=exc.kind,
             fault=fault,
-            k=flight.k,
-            started_at=flight.started,
+            k=k,
+            started_at=started,
             finished_at=state.clock,
         )
-    value = flight.value
     world._emit(
-        CallSucceeded(seq=state.seq, at=state.clock, call_id=flight.call_id, tool=tool, value=value)
+        CallSucceeded(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, value=value)
     )
     return CallResult(
-        call_id=flight.call_id,
+        call_id=call_id,
         tool=tool,
-        args=_copy(flight.jargs),
+        args=_copy(jargs),
         ok=True,
-        text=flight.text,  # type: ignore[arg-type]  # set by execute
-        value=_copy(value),
+        text=text,  # type: ignore[arg-type]  # set by execute
+        value=op.copy(value),
         fault=fault,
-        k=flight.k,
-        started_at=flight.started,
+        k=k,
+        started_at=started,
         finished_at=state.clock,
     )
 
@@ -503,6 +538,9 @@ def state_as_of(world: World, cutoff: datetime) -> State:
 
 def run_call(world: World, tool: str, args: Any = None) -> CallResult:
     """Run one tool call against `world`; never raises for anything the agent sent."""
+    op = world._ops.get(tool)
+    if op is not None and not _may_fault(world._plan, op):
+        return _run_plain(world, op, tool, args)
     admitted = admit(world, tool, args)
     if isinstance(admitted, CallResult):
         return admitted
@@ -514,8 +552,37 @@ def run_call(world: World, tool: str, args: Any = None) -> CallResult:
     return finish(world, admitted)
 
 
-async def arun_call(world: World, tool: str, args: Any = None) -> CallResult:
-    """`run_call` for async code: joins the calls in flight with it (see `_schedule.py`)."""
-    from ._schedule import join
+def _run_plain(world: World, op: CompiledOp, tool: str, args: Any) -> CallResult:
+    """`run_call` for a call the fault plan leaves alone, the common case: the three stages
+    back to back, with no decision, no latency and no Flight. Same events, same result."""
+    state = world._state
+    call_id = f"c{state.calls + 1}"
+    if args is None:
+        args = {}
+    try:
+        clean = op.validator.validate(args)
+    except InvalidArguments as exc:
+        return _reject(world, call_id, tool, args, exc)
+    jargs = args_json(args)
+    k = state.k.get(tool, 0) + 1
+    now = state.clock
+    world._emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=jargs, k=k))
+    state, seg = world._state, world._seg
+    value = text = error = None
+    try:
+        tx = Transaction(world, call_id)
+        value = op.run(tx, clean)  # `clean` is a new dict, the runner's to change
+        tx.commit()
+        text = _encode(value).decode()
+    except ToolCallError as exc:  # the operation's own answer (nothing was committed)
+        error = exc
+    except Exception as exc:  # as `execute` does
+        _undo(world, state, seg)
+        value = text = None
+        error = internal_error(op.name, exc)
+    return _answer(world, op, call_id, jargs, k, now, None, error, value, text)
 
-    return await join(world, tool, args)
+
+# `World.acall`: `_schedule.join` itself (no wrapper: a coroutine frame per call is a few us in
+# a live server). Imported last, as `_schedule` imports this module's stages.
+from ._schedule import join as arun_call  # noqa: E402, F401

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 
-class Event(msgspec.Struct, frozen=True, tag_field="type", tag=True):
+class Event(msgspec.Struct, frozen=True, tag_field="type", tag=True, gc=False):
     seq: int  # position in the log, 0-based, gap-free
     at: datetime  # virtual time at which the fact happened
 

@@ -52,8 +52,15 @@ class Transaction:
         self._call_id = call_id
         self._pending: list[Event] = []
         self._tables: dict[str, Table] = {}
-        self.spec: WorldSpec = world.spec
-        self.clock = VirtualClock(self)
+        self.spec: WorldSpec = world._spec
+
+    @property
+    def clock(self) -> VirtualClock:
+        # Made on first use: most operations never look at the time.
+        clock = self.__dict__.get("_clock")
+        if clock is None:
+            clock = self._clock = VirtualClock(self)
+        return clock
 
     # Read-only facts of the world, as handlers may want them.
     @property
@@ -145,7 +152,12 @@ def _no_table(spec: WorldSpec, name: str) -> str:
 
 
 class CompiledOp:
-    __slots__ = ("handler", "kind", "name", "record", "run", "spec", "tool", "validator")
+    """One operation, ready to run. `run(tx, args)` returns the operation's value as JSON
+    types (what the agent gets, also what the log keeps); `copy(value)` is an independent
+    copy of such a value, for a `CallResult` (the cheapest one that is deep: a record is a
+    flat dict of scalars, so `dict` copies it entirely)."""
+
+    __slots__ = ("copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator")
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
         args = operation_args(op, spec.records)
@@ -164,9 +176,11 @@ class CompiledOp:
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
+        self.copy: Callable[[Any], Any] = _copy_record if op.kind in _ONE_RECORD else _copy_json
 
-    # Each runner returns the operation's value as Python objects (record dicts, lists...);
-    # the call pipeline turns it into JSON for the agent.
+    # Each runner returns the operation's value as JSON types. A record's fields are scalars
+    # with str keys (Table checks every value), so `_record_json` converts it, and datetimes
+    # become RFC 3339 strings.
 
     def _not_found(self, exc: RecordNotFound) -> RecordNotFound:
         """A Table's not-found as this tool answers it: in the words of an injected 404."""
@@ -181,21 +195,21 @@ class CompiledOp:
             raise RecordNotFound(
                 not_found_text(self.spec.qualname, self.record, rid), table=self.record, id=rid
             )
-        return data
+        return _record_json(data)
 
     def _run_list(self, tx: Transaction, args: dict[str, Any]) -> Any:
-        return [r._data for r in tx.table(self.record).where(**args)]  # type: ignore[arg-type]
+        return _record_json([r._data for r in tx.table(self.record).where(**args)])  # type: ignore[arg-type]
 
     def _run_create(self, tx: Transaction, args: dict[str, Any]) -> Any:
         try:
-            return tx.table(self.record).insert(**args)._data  # type: ignore[arg-type]
+            return _record_json(tx.table(self.record).insert(**args)._data)  # type: ignore[arg-type]
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
 
     def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
         rid = args.pop("id")
         try:
-            return tx.table(self.record).update(rid, **args)._data  # type: ignore[arg-type]
+            return _record_json(tx.table(self.record).update(rid, **args)._data)  # type: ignore[arg-type]
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
         except RecordNotFound as exc:
@@ -203,7 +217,7 @@ class CompiledOp:
 
     def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
         try:
-            return tx.table(self.record).delete(args["id"])._data  # type: ignore[arg-type]
+            return _record_json(tx.table(self.record).delete(args["id"])._data)  # type: ignore[arg-type]
         except RecordNotFound as exc:
             raise self._not_found(exc) from None
 
@@ -255,6 +269,17 @@ def _enc_hook(obj: Any) -> Any:
 def to_json_value(value: Any) -> Any:
     """`value` as plain JSON types: what the agent receives (datetimes become RFC 3339)."""
     return msgspec.to_builtins(value, enc_hook=_enc_hook, str_keys=True)
+
+
+#: Records (and lists of them) as JSON types: no hook and no key conversion needed, which
+#: makes it twice as fast as `to_json_value`.
+_record_json = msgspec.to_builtins
+_copy_json = msgspec.to_builtins
+_ONE_RECORD = frozenset({"get", "create", "update", "delete"})
+
+
+def _copy_record(value: Any) -> Any:
+    return dict(value) if type(value) is dict else _copy_json(value)
 
 
 def compile_ops(spec: WorldSpec) -> dict[str, CompiledOp]:

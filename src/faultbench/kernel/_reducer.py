@@ -29,14 +29,19 @@ from ._events import (
 )
 from ._state import State, add_digest, record_digest, sub_digest
 
-_guard = threading.local()
+
+class _Guard(threading.local):
+    busy = False  # per thread: an `apply` of a case not defined here is running
+
+
+_guard = _Guard()
 
 
 def apply(state: State, event: Event) -> State:
     """Return the state after `event`. Raises `ReplayError` if the event does not fit the
     state (wrong `seq`, a record that does not exist...), `ReentrantApplyError` if called from
     inside another `apply`."""
-    if getattr(_guard, "busy", False):
+    if _guard.busy:
         raise ReentrantApplyError(
             f"apply() was called while applying event {event.seq} ({type(event).__name__}): "
             "reducers may not emit events. Emit follow-up events after apply returns."
@@ -49,6 +54,10 @@ def apply(state: State, event: Event) -> State:
             f"Expected event seq {state.seq}. Instead, received: {type(event).__name__} "
             f"with seq {event.seq}; events must be applied in log order without gaps."
         )
+    if case in _OWN:
+        # The cases below call nothing that could reach `apply`; setting and clearing the
+        # thread-local flag would double the cost of the cheap ones (most events).
+        return case(state, event)
     _guard.busy = True
     try:
         return case(state, event)
@@ -152,3 +161,6 @@ _CASES: dict[type, Callable[[State, Event], State]] = {
     CallSucceeded: _bump,
     CallFailed: _bump,
 }
+
+#: The cases above: pure functions of (state, event) that never call back into `apply`.
+_OWN = frozenset(_CASES.values())

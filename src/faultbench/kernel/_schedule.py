@@ -13,10 +13,21 @@ batch of one.
 Forming a batch
 ---------------
 The first `acall` of a batch registers itself and yields to the event loop until no other
-task can still join: under trio, until every other task is blocked
-(`trio.testing.wait_all_tasks_blocked`); under asyncio, until a pass through the ready queue
-brings no new arrival (asyncio runs ready callbacks first-in, first-out, so one quiet pass
-means every task that was ready has had its turn). Then the batch runs, synchronously.
+task can still join. Under trio: until every other task is blocked; after one checkpoint it
+checks that itself ("alone" below), else it waits in `wait_all_tasks_blocked` (taken from
+`trio._core`: `trio.testing` imports pytest). Under asyncio: until a
+pass through the ready queue brings no new arrival (asyncio runs ready callbacks first-in,
+first-out, so one quiet pass means every task that was ready has had its turn). Then the
+batch runs, synchronously.
+
+A call is "alone" when no other task is runnable now: under asyncio, the loop's ready queue
+is empty; under trio, its run queue is empty and so is the rest of the batch of tasks the
+scheduler is stepping through (a local of its loop, read through its frame). A lone call that
+is alone, with no batch being gathered, runs at once: waiting would bring no one, only give
+the loop one more I/O poll, and a task woken by I/O arriving in that poll is a later call, not
+a concurrent one. This spares a sequential agent (the common case, and every in-process MCP
+client) two trips through the event loop per call, which cost more than the call itself.
+With another loop (uvloop), or a trio whose internals differ, calls always wait as above.
 
 Arrival order itself is not deterministic (trio shuffles the tasks it runs in one tick, on
 purpose), so a batch is first put into canonical order: by tool name, then by the canonical
@@ -36,7 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._call import Flight, admit, advance_to, args_json, execute, finish
+from ._call import Flight, admit, advance_to, args_json, execute, finish, run_call
+from ._show import show_value
 
 if TYPE_CHECKING:
     from ._calls import CallResult
@@ -82,8 +94,8 @@ def canonical_key(tool: Any, args: Any) -> tuple[str, bytes]:
     """Sort key of a call in a batch: tool name, then arguments as canonical JSON."""
     try:
         encoded = _canon(args_json(args if args is not None else {}))
-    except (TypeError, msgspec.EncodeError, ValueError):
-        encoded = repr(args).encode()
+    except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
+        encoded = show_value(args).encode()  # never raises, however deep or odd
     return (str(tool), encoded)
 
 
@@ -117,12 +129,12 @@ class _Batch:
 
 
 def _library() -> str:
-    """ "trio" or "asyncio": which event loop runs the current task."""
-    trio = sys.modules.get("trio")
-    if trio is not None:
+    """ "trio" or "asyncio": which event loop runs the current task ("none": neither)."""
+    run = sys.modules.get("trio._core._run")
+    if run is not None:
         try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
+            run.GLOBAL_RUN_CONTEXT.task  # noqa: B018  (set only inside a trio task)
+        except AttributeError:
             pass
         else:
             return "trio"
@@ -135,14 +147,73 @@ def _library() -> str:
     return "asyncio"
 
 
+def _trio_wait_all_tasks_blocked() -> Any:
+    try:  # the function `trio.testing` re-exports, without importing pytest with it
+        from trio._core import wait_all_tasks_blocked
+    except ImportError:  # pragma: no cover - a trio that moved it
+        from trio.testing import wait_all_tasks_blocked
+    return wait_all_tasks_blocked
+
+
+#: `trio.lowlevel.RunVar` holding the frame of the current run's scheduler loop, for
+#: `_trio_alone` (a RunVar: the cache dies with its run).
+_trio_loop: list[Any] = []
+
+
+def _trio_alone() -> bool | None:
+    """Whether no other trio task can run before the current one blocks: the run queue is
+    empty, and so is what remains of the batch of tasks the scheduler is stepping through
+    (a local of its loop, `trio._core._run.unrolled_run`). None when it cannot tell."""
+    try:
+        run = sys.modules["trio._core._run"]
+        if run.GLOBAL_RUN_CONTEXT.runner.runq:
+            return False
+        if not _trio_loop:
+            from trio.lowlevel import RunVar
+
+            _trio_loop.append(RunVar("faultbench_scheduler_frame", default=None))
+        var = _trio_loop[0]
+        frame = var.get()
+        if frame is None:
+            code = run.unrolled_run.__code__
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code is not code:
+                frame = frame.f_back
+            if frame is None:  # pragma: no cover - a trio that runs tasks differently
+                return None
+            var.set(frame)
+        batch = frame.f_locals.get("batch")
+        if type(batch) is not list:  # pragma: no cover - a trio that names it differently
+            return None
+        return not batch
+    except Exception:  # pragma: no cover - trio internals changed: take the slow, sure way
+        return None
+
+
+def _alone(lib: str) -> bool | None:
+    """Whether every other task is blocked right now (see "Forming a batch"); None when
+    the loop's internals are not what this module knows."""
+    if lib == "trio":
+        return _trio_alone()
+    import asyncio
+
+    ready = getattr(asyncio.get_running_loop(), "_ready", None)
+    if ready is None or type(ready).__name__ != "deque":
+        return None
+    return not ready
+
+
 async def _settle(lib: str, batch: _Batch) -> None:
     """Yield until no other task can still join `batch`."""
     if lib == "trio":
         import trio
-        import trio.testing
 
+        # One checkpoint lets the tasks runnable now take their turn (and join). If that
+        # leaves every other task blocked, the batch is complete; otherwise park until it is
+        # (parked, not polling: two worlds gathering at once must not keep each other busy).
         await trio.lowlevel.checkpoint()
-        await trio.testing.wait_all_tasks_blocked()
+        if not _trio_alone():
+            await _trio_wait_all_tasks_blocked()()
         return
     import asyncio
 
@@ -164,9 +235,12 @@ def _event(lib: str) -> Any:
 
 def _resolve(world: World, batch: _Batch) -> None:
     calls = batch.calls
-    order = canonical_order([(p.tool, p.args) for p in calls])
+    order = canonical_order([(p.tool, p.args) for p in calls]) if len(calls) > 1 else [0]
     try:
-        results = run_batch(world, [(calls[i].tool, calls[i].args) for i in order])
+        if len(calls) == 1:  # a batch of one is a call: the pipeline's shortest way
+            results = [run_call(world, calls[0].tool, calls[0].args)]
+        else:
+            results = run_batch(world, [(calls[i].tool, calls[i].args) for i in order])
     except BaseException as exc:  # a bug, not an agent error: every caller must hear of it
         for p in calls:
             p.error = exc
@@ -180,9 +254,11 @@ async def join(world: World, tool: str, args: Any = None) -> CallResult:
     """`World.acall`: run the call together with every call in flight with it."""
     lib = _library()
     if lib == "none":  # driven by hand (coro.send): no loop to share with anyone
-        return run_batch(world, [(tool, args)])[0]
-    mine = _Pending(tool, args)
+        return run_call(world, tool, args)
     batch: _Batch | None = world.__dict__.get("_batch")
+    if batch is None and _alone(lib):
+        return run_call(world, tool, args)
+    mine = _Pending(tool, args)
     if batch is not None:
         batch.calls.append(mine)
         await batch.done.wait()
