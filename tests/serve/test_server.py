@@ -233,13 +233,6 @@ async def test_bad_arguments_are_tool_errors_and_change_nothing(shop, mode, tool
     assert shop.to_dict() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="kernel: _call.args_json lets msgspec's RecursionError out while logging the "
-    "arguments, so the server's catch-all answers internal_error (owned by the performance "
-    "engineer; remove this mark once it falls back to show_value)",
-)
 async def test_2000_deep_arguments_are_a_tool_error(shop, mode):
     """Deeper than any client serializes (the official one stops at 254 levels, wire parsers
     at ~200), so the payload is handed to the registered tools/call handler directly."""
