@@ -33,6 +33,7 @@ DESIGN_NAMES = {
     "CallFailed",
     # errors
     "FaultbenchError",
+    "FaultsDisabled",
     "WorldFileError",
     "ToolCallError",
     "InvalidArguments",

@@ -12,6 +12,7 @@ from ._diff import EventDiff as EventDiff
 from ._diff import StateDiff as StateDiff
 from ._diff import diff_events as diff_events
 from ._errors import FaultbenchError as FaultbenchError
+from ._errors import FaultsDisabled as FaultsDisabled
 from ._errors import HandlerCrashed as HandlerCrashed
 from ._errors import HandlerError as HandlerError
 from ._errors import InjectedFault as InjectedFault
@@ -60,6 +61,7 @@ __all__ = [
     "EventLog",
     "FaultInjected",
     "FaultbenchError",
+    "FaultsDisabled",
     "HandlerCrashed",
     "HandlerError",
     "InjectedFault",
