@@ -190,11 +190,9 @@ def _trio_alone() -> bool | None:
         return None
 
 
-def _alone(lib: str) -> bool | None:
-    """Whether every other task is blocked right now (see "Forming a batch"); None when
-    the loop's internals are not what this module knows."""
-    if lib == "trio":
-        return _trio_alone()
+def _asyncio_alone() -> bool | None:
+    """`_trio_alone` for asyncio: the loop's ready queue is empty (None: not a loop whose
+    queue this module knows, e.g. uvloop)."""
     import asyncio
 
     ready = getattr(asyncio.get_running_loop(), "_ready", None)
@@ -235,9 +233,10 @@ def _event(lib: str) -> Any:
 
 def _resolve(world: World, batch: _Batch) -> None:
     calls = batch.calls
-    order = canonical_order([(p.tool, p.args) for p in calls]) if len(calls) > 1 else [0]
+    lone = len(calls) == 1
+    order = [0] if lone else canonical_order([(p.tool, p.args) for p in calls])
     try:
-        if len(calls) == 1:  # a batch of one is a call: the pipeline's shortest way
+        if lone:  # a batch of one is a call: the pipeline's shortest way
             results = [run_call(world, calls[0].tool, calls[0].args)]
         else:
             results = run_batch(world, [(calls[i].tool, calls[i].args) for i in order])
@@ -256,7 +255,7 @@ async def join(world: World, tool: str, args: Any = None) -> CallResult:
     if lib == "none":  # driven by hand (coro.send): no loop to share with anyone
         return run_call(world, tool, args)
     batch: _Batch | None = world.__dict__.get("_batch")
-    if batch is None and _alone(lib):
+    if batch is None and (_trio_alone() if lib == "trio" else _asyncio_alone()):
         return run_call(world, tool, args)
     mine = _Pending(tool, args)
     if batch is not None:
