@@ -24,7 +24,7 @@ A call is "alone" when no other task is runnable now: under asyncio, the loop's 
 is empty; under trio, its run queue is empty and so is the rest of the batch of tasks the
 scheduler is stepping through (a local of its loop, read through its frame). A lone call that
 is alone, with no batch being gathered, runs at once: waiting would bring no one, only give
-the loop one more I/O poll, and a task woken by I/O arriving in that poll is a later call, not
+the loop one more I/O poll and timer check, and a task woken by either is a later call, not
 a concurrent one. This spares a sequential agent (the common case, and every in-process MCP
 client) two trips through the event loop per call, which cost more than the call itself.
 With another loop (uvloop), or a trio whose internals differ, calls always wait as above.
