@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ..serve.serve_helpers import ServeProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "CLI.md").read_text()
@@ -89,3 +92,35 @@ def test_every_documented_flag_exists(command):
     }
     unknown = sorted(documented - help_flags(command))
     assert not unknown, f"docs/CLI.md documents {command} {unknown}, which --help does not list"
+
+
+def serve_example(args: str) -> str:
+    """The line docs/CLI.md shows under `$ faultbench serve examples/... ARGS`."""
+    block = re.search(
+        rf"^\$ faultbench serve examples/shop/worlds/shop\.yaml {re.escape(args)}\n(.*)$",
+        DOC,
+        re.M,
+    )
+    assert block, f"docs/CLI.md has no serve example with {args!r}"
+    return block.group(1)
+
+
+def test_serve_example_prints_the_url_line_the_doc_shows():
+    server = ServeProcess(str(ROOT / "examples/shop/worlds/shop.yaml"), "--http", "--port", "0")
+    try:
+        port = re.search(r":(\d+)/mcp", server.url).group(1)
+        shown = re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{port}", serve_example("--http --port 0"))
+        assert server.stderr_lines[0].rstrip("\n") == shown
+    finally:
+        server.kill()
+
+
+def test_serve_example_of_a_port_in_use_is_what_it_prints():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run("serve", "examples/shop/worlds/shop.yaml", "--http", "--port", str(port))
+    assert proc.returncode == 1
+    shown = serve_example("--http --port 8000").replace(":8000:", f":{port}:")
+    assert proc.stderr == shown + "\n"

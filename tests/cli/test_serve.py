@@ -3,6 +3,7 @@ tested in tests/serve/)."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,33 @@ def test_flags_that_do_not_fit(flags, message):
     proc = serve(SHOP, *flags)
     assert proc.returncode == 2
     assert message in proc.stderr
+
+
+def test_a_port_in_use_is_one_clear_line_and_exit_1(tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_text("an earlier run's log\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = serve(SHOP, "--http", "--port", str(port), "--events", str(events))
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"faultbench serve: cannot listen on 127.0.0.1:{port}: the port is in use (another "
+        "server, perhaps another faultbench serve). Expected a free port: pick another with "
+        "--port PORT, or --port 0 for a free one.\n"
+    )
+    # a server that never ran leaves the --events file of the last one alone
+    assert events.read_text() == "an earlier run's log\n"
+
+
+def test_a_host_that_is_not_this_machines_is_refused():
+    # 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine, no DNS involved
+    proc = serve(SHOP, "--http", "--port", "0", "--host", "192.0.2.1", "--token", "t")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("faultbench serve: cannot listen on 192.0.2.1:0: ")
+    assert "Expected --host to be an address of this machine" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_a_world_that_does_not_load_exits_2(tmp_path):

@@ -57,7 +57,8 @@ class ServeProcess:
             raise AssertionError("server did not start:\n" + "".join(self.stderr_lines))
         self.base = self.url.removesuffix("/mcp")
         # Keep reading stderr, so a chatty server can never block on a full pipe.
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
 
     def _drain(self) -> None:
         with contextlib.suppress(ValueError, OSError):
@@ -65,12 +66,19 @@ class ServeProcess:
                 self.stderr_lines.append(line.decode(errors="replace"))
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 10) -> int:
+        """Send `sig`, wait for the exit status; `stderr` then holds all the server wrote."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            return self.proc.wait(timeout)
+            status = self.proc.wait(timeout)
+            self._drainer.join(timeout)  # stderr read to its end
+            return status
         finally:
             self.kill()
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.stderr_lines)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

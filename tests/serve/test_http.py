@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from types import SimpleNamespace
 
@@ -18,6 +18,7 @@ import trio
 from mcp.client.streamable_http import streamable_http_client
 
 import faultbench
+from faultbench.cli import main as cli_main
 from faultbench.kernel import decode_events
 from faultbench.serve import build_server
 from faultbench.serve._http import build_app, serve_http
@@ -299,6 +300,28 @@ async def test_control_errors_quote_what_was_sent_short():
             assert len(answer.json()["error"]) < 400, (method, path)
 
 
+async def test_unknown_endpoints_and_methods_answer_json():
+    async with running(rule_free_shop()) as server:
+        missing = await control(server.base, "GET", "snapshots")
+        assert missing.status_code == 404
+        assert missing.json()["error"].startswith(
+            "Expected one of the control API's endpoints: /faultbench/, /faultbench/state, "
+        )
+        assert missing.json()["error"].endswith("Instead, received: GET '/faultbench/snapshots'")
+        wrong = await control(server.base, "DELETE", "state")
+        assert wrong.status_code == 405
+        assert wrong.json() == {
+            "error": "Expected GET for /faultbench/state. Instead, received: DELETE"
+        }
+        wrong = await control(server.base, "GET", "reset")
+        assert wrong.json()["error"].startswith("Expected POST for /faultbench/reset.")
+        faults = await control(server.base, "POST", "faults")
+        assert faults.json()["error"].startswith("Expected GET or PUT for /faultbench/faults.")
+        index = (await control(server.base, "GET", "")).json()
+        assert "/faultbench/{rest:path}" not in index["endpoints"]
+        assert "/faultbench/clock" in index["endpoints"]
+
+
 # --- --isolate -------------------------------------------------------------------------------
 
 
@@ -388,6 +411,38 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
         assert (await control(server.base, "GET", "state")).json()["tables"] == shared
 
 
+async def test_a_call_in_flight_as_its_session_closes_creates_no_world():
+    """The session closes between a call's arrival and its handler picking a world: the call
+    is a `no_session` tool error, and no fork is made that nothing would ever free."""
+    server = build_server(rule_free_shop(), isolate=True)
+    build_app(server)
+    track = server.middleware[-1]  # Control.track_sessions, registered by build_app
+    connection = SimpleNamespace(session_id="s-1", state={}, exit_stack=AsyncExitStack())
+    initialize = SimpleNamespace(method="initialize", connection=connection)
+
+    async def initialized(ctx):
+        return None
+
+    await track(initialize, initialized)
+    handler = server.get_request_handler("tools/call")
+    params = handler.params_type.model_validate(
+        {"name": "create_order", "arguments": {"status": "placed", "total": 1.0}}
+    )
+    request = SimpleNamespace(headers={"mcp-session-id": "s-1"})
+    ctx = SimpleNamespace(protocol_version="2025-11-25", request=request)
+    assert (await handler.handler(ctx, params))["isError"] is False
+    assert list(server.sessions) == ["s-1"]
+
+    await connection.exit_stack.aclose()  # the session ends: its world is freed
+    assert server.sessions == {}
+    late = await handler.handler(ctx, params)
+    assert late["isError"] is True
+    assert late["_meta"]["error_kind"] == "no_session"
+    assert "session has ended" in late["content"][0]["text"]
+    assert server.sessions == {}
+    assert len(server.world.orders.all()) == 3  # nor did it write to the shared template
+
+
 # --- --events survives SIGKILL -------------------------------------------------------------------
 
 
@@ -396,7 +451,11 @@ async def test_events_file_replays_to_the_hash_reported_before_sigkill(serve_htt
     server = serve_http(str(SHOP), "--events", str(events_file), "--seed", "11", "--run", "2")
     async with mcp.Client(server.url, read_timeout_seconds=15) as client:
         for i in range(12):  # runs through issue_refund's scripted faults
-            await client.call_tool("issue_refund", {"order_id": "1", "amount": float(i)})
+            answer = await client.call_tool("issue_refund", {"order_id": "1", "amount": float(i)})
+            # on disk before the agent got its answer: the call's last event is the file's
+            last = decode_events(events_file.read_bytes())[-1]
+            assert type(last).__name__ in ("CallSucceeded", "CallFailed")
+            assert last.call_id == answer.meta["call_id"]
         await client.call_tool("update_order", {"id": "2", "status": "returned"})
         await client.call_tool("get_order", {"id": "404"})
         await control(server.base, "POST", "clock", json={"advance": "2h"})
@@ -407,6 +466,8 @@ async def test_events_file_replays_to_the_hash_reported_before_sigkill(serve_htt
     replayed = faultbench.replay(SHOP, events)
     assert replayed.state_hash() == reported["hash"]
     assert replayed.to_dict()["refund"] == reported["tables"]["refund"]
+    # and the command verifies it
+    assert cli_main(["replay", str(events_file), "--expect-hash", reported["hash"]]) == 0
 
 
 # --- security --------------------------------------------------------------------------------
@@ -426,8 +487,19 @@ async def test_token_is_required_on_every_request(serve_http):
         transport = streamable_http_client(server.url, http_client=http)
         async with mcp.Client(transport, read_timeout_seconds=15) as client:
             assert not (await client.call_tool("get_order", {"id": "1"})).is_error
-    # Ctrl-C / SIGTERM: a clean exit
+    # SIGTERM: a clean exit
     assert server.stop(signal.SIGTERM) == 0
+    assert "Traceback" not in server.stderr
+
+
+async def test_ctrl_c_while_a_client_is_connected_is_a_clean_exit(serve_http):
+    server = serve_http(str(SHOP), "--no-faults", "-v")
+    async with mcp.Client(server.url, mode="legacy", read_timeout_seconds=15) as client:
+        assert not (await client.call_tool("get_order", {"id": "1"})).is_error
+        assert server.stop(signal.SIGINT) == 0
+    assert "Traceback" not in server.stderr
+    assert "c1 get_order -> ok" in server.stderr
+    assert "SIGINT: shutting down" in server.stderr
 
 
 async def test_host_and_origin_checks():

@@ -133,17 +133,27 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
         assert ok["result"]["isError"] is False
         # The unparsable lines got no answer that could be mistaken for a tool result.
         assert server.proc.poll() is None
+        # return_order's handler prints: that text must not reach stdout (receive() would
+        # fail to parse it as JSON-RPC).
+        assert not server.call(6, "update_order", '{"id": "2", "status": "delivered"}')["result"][
+            "isError"
+        ]
+        returned = server.call(7, "return_order", '{"id": "2", "reason": "too big"}')
+        assert returned["id"] == 7
+        assert returned["result"]["isError"] is False
 
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         assert server.proc.wait(10) == 0
         assert time.monotonic() - started < 5
+        assert server.proc.stdout.read() == b""  # nothing but the answers on stdout
+        stderr = server.proc.stderr.read().decode()
     finally:
         server.close()
+    # quiet without -v: the handler's print is all there is, and it went to stderr
+    assert stderr == "returning order 2: too big\n", stderr
     logged = decode_events(events.read_bytes())
     tools = [e.tool for e in logged if type(e).__name__ == "CallStarted"]
-    assert tools == ["create_order", "drop_tables", "get_order"]
-    assert (
-        faultbench.replay(SHOP, logged).to_dict()["order"]
-        == (faultbench.load_world(SHOP).to_dict()["order"])
-    )
+    assert tools == ["create_order", "drop_tables", "get_order", "update_order", "return_order"]
+    assert faultbench.replay(SHOP, logged).orders.get("2").status == "returned"
+    assert len(faultbench.replay(SHOP, logged).orders.all()) == 3  # nothing bad was created

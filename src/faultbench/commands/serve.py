@@ -114,16 +114,27 @@ def run(args: argparse.Namespace) -> int:
     from faultbench.serve._journal import Journals
 
     server = build_server(world, isolate=args.isolate)
+    sock = None
+    if args.http:
+        from faultbench.serve._http import ListenError, listen_socket
+
+        try:
+            sock = listen_socket(args.host, args.port)
+        except ListenError as exc:
+            print(f"faultbench serve: {exc.strerror}", file=sys.stderr)
+            return 1
     journal = None
     if args.events:
         try:
             journal = Journals(args.events, world).attach(server)
         except OSError as exc:
+            if sock is not None:
+                sock.close()
             print(f"faultbench serve: cannot write --events {args.events}: {exc}", file=sys.stderr)
             return 2
     try:
         if args.http:
-            trio.run(_serve_http, server, args, journal)
+            trio.run(_serve_http, server, args, journal, sock)
         else:
             trio.run(_serve_stdio, server, args)
     except KeyboardInterrupt:  # a signal that arrived before our handler was installed
@@ -180,7 +191,7 @@ async def _serve_stdio(server, args) -> None:
         nursery.cancel_scope.cancel()  # stdin closed: done
 
 
-async def _serve_http(server, args, journal) -> None:
+async def _serve_http(server, args, journal, sock) -> None:
     import trio
 
     from faultbench.serve._http import build_app, serve_http
@@ -191,7 +202,12 @@ async def _serve_http(server, args, journal) -> None:
 
         async def run_server(task_status=trio.TASK_STATUS_IGNORED) -> None:
             await serve_http(
-                app, host=args.host, port=args.port, shutdown=stopping.wait, task_status=task_status
+                app,
+                host=args.host,
+                port=args.port,
+                sock=sock,
+                shutdown=stopping.wait,
+                task_status=task_status,
             )
             nursery.cancel_scope.cancel()  # Hypercorn has drained: stop watching signals
 

@@ -50,6 +50,8 @@ log = logging.getLogger("faultbench.serve")
 
 _encoder = msgspec.json.Encoder(order="deterministic")
 
+_ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
 
 class ControlError(Exception):
     def __init__(self, status: int, message: str):
@@ -155,6 +157,9 @@ class Control:
             route("/clock", self.clock, ["GET", "POST"]),
             route("/faults", self.faults, ["GET", "PUT"]),
             route("/sessions", self.sessions, ["GET"]),
+            # Last: anything else under the prefix gets a JSON answer too, not Starlette's
+            # plain-text 404/405 (a route that matches the path only is passed over for it).
+            route("/{rest:path}", self.unknown, _ANY_METHOD),
         ]
 
     @staticmethod
@@ -187,7 +192,7 @@ class Control:
                 "isolate": self.server.isolate,
                 "tools": [t.name for t in world.tools],
                 "mcp": "/mcp",
-                "endpoints": [r.path for r in self.routes()],
+                "endpoints": list(self._endpoints()),
             }
         )
 
@@ -279,6 +284,28 @@ class Control:
             world.set_faults(rules)
             self._changed(world)
         return _json({"faults": msgspec.to_builtins(world.fault_rules)})
+
+    def _endpoints(self) -> dict[str, list[str]]:
+        """path -> its methods, for every endpoint (HEAD, which Starlette adds, left out)."""
+        return {
+            r.path: sorted(r.methods - {"HEAD"})
+            for r in self.routes()
+            if not r.path.endswith("{rest:path}")
+        }
+
+    async def unknown(self, request: Request) -> Response:
+        path, endpoints = request.url.path, self._endpoints()
+        if path in endpoints:
+            raise ControlError(
+                405,
+                f"Expected {' or '.join(endpoints[path])} for {path}. Instead, received: "
+                f"{request.method[:20]}",
+            )
+        raise ControlError(
+            404,
+            f"Expected one of the control API's endpoints: {', '.join(endpoints)}. Instead, "
+            f"received: {request.method[:20]} {show_repr(path, 80)}",
+        )
 
     async def sessions(self, request: Request) -> Response:
         return _json({"isolate": self.server.isolate, "sessions": sorted(self.live)})

@@ -20,9 +20,11 @@ Facts about mcp 2.3.0 this module relies on:
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -129,6 +131,7 @@ def build_app(
         # Per-session worlds are freed when their session ends; only isolating servers pay
         # for the extra middleware layer.
         server.middleware.append(control.track_sessions)
+        server.open_sessions = control.live
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
@@ -139,25 +142,65 @@ def build_app(
     return _Guard(app, token=token, security=security)
 
 
+class ListenError(OSError):
+    """The HTTP server cannot bind its address (port in use, address not of this machine)."""
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to `host:port`, bound the way Hypercorn binds.
+
+    Binding before the server starts turns a port in use into one clear `ListenError`
+    (instead of a traceback from inside Hypercorn's nurseries), before anything else
+    happens: no --events file is truncated for a server that never runs.
+    """
+    bare = host.strip("[]")
+    sock = socket.socket(socket.AF_INET6 if ":" in bare else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bare, port))
+    except OSError as exc:
+        sock.close()
+        where = f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise ListenError(
+                exc.errno,
+                f"cannot listen on {where}: the port is in use (another server, perhaps "
+                "another faultbench serve). Expected a free port: pick another with --port "
+                "PORT, or --port 0 for a free one.",
+            ) from None
+        reason = exc.strerror or str(exc)
+        raise ListenError(
+            exc.errno,
+            f"cannot listen on {where}: {reason}. Expected --host to be an address of this "
+            "machine (default 127.0.0.1).",
+        ) from None
+    return sock
+
+
 async def serve_http(
     app: Any,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    sock: socket.socket | None = None,
     shutdown: Callable[[], Awaitable[Any]] | None = None,
     task_status: Any = None,
 ) -> None:
     """Serve `app` with Hypercorn's trio worker until `shutdown()` returns.
 
-    `task_status.started(url)` reports the MCP URL once the socket is bound (so port 0 works).
+    `sock` is a socket from `listen_socket` (default: one bound to `host:port` here); the
+    server owns it from then on. `task_status.started(url)` reports the MCP URL once the
+    server listens (so port 0 works).
     """
     import trio
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
     config = Config()
-    bare = host.strip("[]")
-    config.bind = [f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"]
+    if sock is None:
+        sock = listen_socket(host, port)
+    # Hypercorn's documented `fd://` bind: it listens on the socket we bound.
+    config.bind = [f"fd://{sock.detach()}"]
     config.accesslog = None
     config.errorlog = logging.getLogger("faultbench.http")
     config.graceful_timeout = 2.0

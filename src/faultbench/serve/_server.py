@@ -154,6 +154,9 @@ class WorldServer(Server):
         self.world = world
         self.isolate = isolate
         self.sessions: dict[str, Any] = {}  # MCP session id -> that session's fork
+        #: The MCP sessions open now, when something tracks them (the HTTP app does, see
+        #: `_control.Control.track_sessions`); None: not tracked, any session id is served.
+        self.open_sessions: set[str] | None = None
         self.after_call: list[AfterCall] = []
         self.on_new_world: list[Callable[[str, Any], None]] = []
         if isolate:
@@ -165,11 +168,17 @@ class WorldServer(Server):
     # --- worlds -----------------------------------------------------------------------------
 
     def world_for(self, session: str | None) -> Any:
-        """The world a request acts on: the shared one, or its session's fork."""
+        """The world a request acts on: the shared one, or its session's fork.
+
+        Raises `SessionEnded` for a tracked session that is not open: a call still in
+        flight as its session closes must not create a fork that nothing would free.
+        """
         if not self.isolate or session is None:
             return self.world
         world = self.sessions.get(session)
         if world is None:
+            if self.open_sessions is not None and session not in self.open_sessions:
+                raise SessionEnded(session)
             world = self.sessions[session] = self.world.fork()
             for hook in self.on_new_world:
                 hook(session, world)
@@ -212,6 +221,13 @@ class WorldServer(Server):
                     "handshake (mcp.Client(url) does so by itself) and send its Mcp-Session-Id.",
                     kind="no_session",
                 )
+            except SessionEnded:
+                return error_result(
+                    "This MCP session has ended (the client closed it, or it idled out), and "
+                    "with it the world this server gave it (--isolate). Open a new session "
+                    "to go on.",
+                    kind="no_session",
+                )
             try:
                 result = await world.acall(name, params.arguments or {})
             except ToolCallError as exc:  # a kernel that raises instead of returning
@@ -241,6 +257,14 @@ class WorldServer(Server):
 
 class _NoSession(Exception):
     pass
+
+
+class SessionEnded(LookupError):
+    """`WorldServer.world_for` of a session that is not open (any more, or yet)."""
+
+    def __init__(self, session: str):
+        super().__init__(f"MCP session {session!r} is not open")
+        self.session = session
 
 
 async def _no_discover(ctx: Any, params: Any) -> Any:
