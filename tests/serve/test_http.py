@@ -9,6 +9,7 @@ import signal
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from types import SimpleNamespace
+from typing import Any
 
 import anyio
 import httpx2
@@ -340,6 +341,8 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
     events_file = tmp_path / "events.jsonl"
     async with running(rule_free_shop(), events=events_file, isolate=True) as server:
         seen: dict[float, list] = {}
+        later: dict[float, Any] = {}
+        faults_set = anyio.Event()
         inspected = anyio.Event()  # the agents stay connected until their worlds are checked
 
         async def agent(total: float) -> None:
@@ -356,6 +359,8 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
                 assert client.protocol_version == "2025-11-25"
                 rows = listed.structured_content["result"]
                 seen[total] = [r for r in rows if int(r["id"]) > 3]
+                await faults_set.wait()
+                later[total] = await client.call_tool("get_order", {"id": "4"})
                 await inspected.wait()
 
         async with anyio.create_task_group() as tg:
@@ -371,14 +376,29 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
 
             sessions = (await control(server.base, "GET", "sessions")).json()["sessions"]
             assert len(sessions) == 2
-            totals = set()
+            by_total = {}
             for session in sessions:
                 tables = (await control(server.base, "GET", f"state?session={session}")).json()[
                     "tables"
                 ]
-                totals |= {r["total"] for r in tables["order"][3:]}
+                (total,) = {r["total"] for r in tables["order"][3:]}
+                by_total[total] = session
                 assert len(tables["order"]) == 8
-            assert totals == {1.0, 2.0}
+            assert set(by_total) == {1.0, 2.0}
+            # faults set for one session's world reach that session's agent only
+            put = await control(
+                server.base,
+                "PUT",
+                f"faults?session={by_total[1.0]}",
+                json={"orders.get_order": {"errors": {"http_503": 1.0}}},
+            )
+            assert put.status_code == 200, put.text
+            faults_set.set()
+            with anyio.fail_after(15):
+                while len(later) < 2:
+                    await anyio.sleep(0.01)
+            assert later[1.0].content[0].text.startswith("503 Service Unavailable")
+            assert not later[2.0].is_error
             assert (await control(server.base, "POST", f"fork?session={sessions[0]}")).is_success
             # an id the server never gave out gets no world of its own
             bogus = await control(server.base, "GET", "state?session=nope")

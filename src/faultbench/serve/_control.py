@@ -15,6 +15,8 @@ language look at and steer the world an agent is using over MCP.
                                  world was created with faults=False
     GET  /faultbench/sessions    with --isolate: the open MCP sessions (each has its own world)
 
+Any other path under the prefix answers a JSON 404, a known path with another method a 405.
+
 With `--isolate`, `?session=MCP_SESSION_ID` picks that session's world (created on first use,
 so faults can be set before the agent's first call); without it, the shared template world
 new sessions fork from. A session's world lives as long as its MCP session: when the client
