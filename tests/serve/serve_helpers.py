@@ -29,8 +29,11 @@ class ServeProcess:
     """`faultbench serve ... --http --port 0` in a subprocess; `url` once it listens."""
 
     def __init__(self, *args: str, env: dict | None = None):
+        # Unbuffered: a buffered readline can take two lines off the pipe at once, and
+        # select() would then wait for the second one, already read, until the deadline.
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "faultbench.cli", "serve", *args],
+            bufsize=0,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

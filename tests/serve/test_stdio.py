@@ -65,8 +65,10 @@ class RawServer:
     """The server process, spoken to line by line (2025-11-25 JSON-RPC)."""
 
     def __init__(self, *args: str):
+        # Unbuffered, so select() in receive() sees every line not yet read.
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "faultbench.cli", "serve", str(SHOP), *args],
+            bufsize=0,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -74,8 +76,9 @@ class RawServer:
 
     def send(self, message: dict | str) -> None:
         line = message if isinstance(message, str) else json.dumps(message)
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
+        data = memoryview(line.encode() + b"\n")
+        while data:  # an unbuffered write may take part of a big message
+            data = data[self.proc.stdin.write(data) :]
 
     def receive(self, timeout: float = 15) -> dict:
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
