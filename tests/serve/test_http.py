@@ -14,8 +14,10 @@ from typing import Any
 import anyio
 import httpx2
 import mcp
+import msgspec
 import pytest
 import trio
+import yaml
 from mcp.client.streamable_http import streamable_http_client
 
 import faultbench
@@ -286,6 +288,58 @@ async def test_put_faults_on_a_world_created_without_faults_is_a_409():
         assert (await control(server.base, "PUT", "faults", json={})).status_code == 200
 
 
+async def test_get_faults_edit_one_probability_and_put_it_back():
+    """GET answers the block PUT takes: a client edits it and sends it back as it came."""
+    world = faultbench.load_world(SHOP)
+    world.set_faults(
+        {
+            **yaml.safe_load(SHOP.read_text())["faults"],
+            "orders.create_order": {"latency_ms": [5, 20], "errors": {"http_503": 0.0}},
+        }
+    )
+
+    def rules_as_written():  # where a rule was written (file, request) aside
+        return {k: msgspec.structs.replace(r, loc=None) for k, r in world.fault_rules.items()}
+
+    written = rules_as_written()
+    async with running(world) as server, mcp.Client(server.url, read_timeout_seconds=15) as client:
+        got = await control(server.base, "GET", "faults")
+        assert got.status_code == 200
+        block = got.json()["faults"]
+        assert block["orders.create_order"] == {
+            "latency_ms": [5, 20],
+            "errors": {"http_503": 0},
+        }
+        assert block["payments.issue_refund"]["script"]["6"] == {
+            "kind": "http_429",
+            "retry_after_s": 12,
+        }
+        assert block["orders.list_orders"] == {"rate_limit": {"calls": 2, "per_seconds": 60}}
+        created = await client.call_tool("create_order", {"status": "placed", "total": 1.0})
+        assert not created.is_error
+
+        # unchanged, it sets the same rules
+        same = await control(server.base, "PUT", "faults", json=got.json())
+        assert same.status_code == 200, same.text
+        assert same.json() == got.json()
+        assert rules_as_written() == written
+
+        block["orders.create_order"]["errors"]["http_503"] = 1.0
+        put = await control(server.base, "PUT", "faults", json={"faults": block})
+        assert put.status_code == 200, put.text
+        assert put.json()["faults"]["orders.create_order"]["errors"] == {"http_503": 1}
+        assert (await control(server.base, "GET", "faults")).json() == put.json()
+        failed = await client.call_tool("create_order", {"status": "placed", "total": 2.0})
+        assert failed.is_error
+        assert failed.content[0].text.startswith("503 Service Unavailable")
+        # the rest of the rules came back untouched
+        rules = rules_as_written()
+        assert {k: r for k, r in rules.items() if k != "orders.create_order"} == {
+            k: r for k, r in written.items() if k != "orders.create_order"
+        }
+        assert [e.p for e in rules["orders.create_order"].errors] == [1.0]
+
+
 async def test_control_errors_quote_what_was_sent_short():
     async with running(rule_free_shop()) as server:
         huge = "x" * 100_000
@@ -393,6 +447,10 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
                 json={"orders.get_order": {"errors": {"http_503": 1.0}}},
             )
             assert put.status_code == 200, put.text
+            mine = await control(server.base, "GET", f"faults?session={by_total[1.0]}")
+            assert mine.json() == {"faults": {"orders.get_order": {"errors": {"http_503": 1}}}}
+            theirs = await control(server.base, "GET", f"faults?session={by_total[2.0]}")
+            assert theirs.json() == {"faults": {}}
             faults_set.set()
             with anyio.fail_after(15):
                 while len(later) < 2:

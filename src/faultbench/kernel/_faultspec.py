@@ -2,7 +2,8 @@
 
 Rules are keyed by `default`, `service.*` or `service.operation` and stored as written; a call
 sees `merged_rule(...)`, the fold of the three keys from general to specific. Public entry
-points are re-exported by `_loader.py` (`parse_faults`, `merged_rule`, `parse_duration`).
+points are re-exported by `_loader.py` (`parse_faults`, `merged_rule`, `parse_duration`,
+and `render_faults`, which turns parsed rules back into a block `parse_faults` accepts).
 """
 
 from __future__ import annotations
@@ -558,6 +559,72 @@ def _source(rules: Mapping[str, FaultRule], svc: str, op: str, kind: str) -> str
 
 def _most_specific(keys: list[str]) -> str:
     return max(keys, key=lambda k: 0 if k == "default" else 1 if k.endswith(".*") else 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering: rules back to the block they were parsed from
+# ---------------------------------------------------------------------------------------------
+
+
+def render_faults(rules: Mapping[str, FaultRule]) -> dict[str, dict[str, Any]]:
+    """The `faults:` block (plain JSON-able values) that `parse_faults` reads back into
+    `rules`, locations aside: what a user edits and sets again. Options left at their default
+    stay out, so the block reads like one written by hand."""
+    return {key: _render_rule(rule) for key, rule in rules.items()}
+
+
+def _render_rule(rule: FaultRule) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    lat = rule.latency
+    if lat is not None:
+        if lat.dist == "lognormal":
+            body["latency_ms"] = {"p50": _plain(lat.p50_ms), "p99": _plain(lat.p99_ms)}
+        elif lat.dist == "fixed":
+            body["latency_ms"] = _plain(lat.lo_ms)
+        else:
+            body["latency_ms"] = [_plain(lat.lo_ms), _plain(lat.hi_ms)]
+    if rule.errors:
+        body["errors"] = {e.kind: _render_error(e, with_p=True) for e in rule.errors}
+    if rule.rate_limit is not None:
+        rl = rule.rate_limit
+        body["rate_limit"] = {"calls": rl.calls, "per_seconds": _plain(rl.per_seconds)}
+    if rule.not_found_if_newer_than_s is not None:
+        body["not_found_if_newer_than"] = render_duration(rule.not_found_if_newer_than_s)
+    if rule.script:
+        body["script"] = {k: _render_error(e, with_p=False) for k, e in rule.script}
+    if rule.timeout_s is not None:
+        body["timeout_s"] = _plain(rule.timeout_s)
+    return body
+
+
+def _render_error(e: ErrorRule, *, with_p: bool) -> Any:
+    # A script step always happens (p is 1 and cannot be written); an error is `kind: p`.
+    options = {
+        opt: _plain(value) for opt in ERROR_OPTIONS[1:] if (value := getattr(e, opt)) is not None
+    }
+    if not options:
+        return _plain(e.p) if with_p else e.kind
+    return {"p": _plain(e.p), **options} if with_p else {"kind": e.kind, **options}
+
+
+def render_duration(seconds: float) -> str | float | int:
+    """`seconds` as the duration text a person would write (`"2h"`, `"90s"`, `"500ms"`) when
+    one reads back exactly, else the number of seconds."""
+    for unit in ("d", "h", "m", "s", "ms"):
+        count = seconds / _UNIT_S[unit]
+        if count >= 1 and count.is_integer():
+            text = f"{int(count)}{unit}"
+            if parse_duration(text) == seconds:
+                return text
+    return _plain(seconds)
+
+
+def _plain(value: Any) -> Any:
+    """Whole floats as ints (`50`, not `50.0`): the block is for people to read and edit;
+    the parser turns them back into the same floats."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ imports in `_handlers.py`; both are re-exported here.
     parse_faults(mapping_or_text, spec) -> {key: FaultRule}
     merged_rule(faults, "payments", "issue_refund") -> FaultRule
     parse_duration("2h")                -> 7200.0
+    render_faults({key: FaultRule})     -> the `faults:` block parse_faults reads back
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from typing import Any
 import msgspec
 
 from ._errors import SourceError, WorldFileError
-from ._faultspec import _RuleParser, check_merged_probabilities, merged_rule, parse_duration
+from ._faultspec import (
+    _RuleParser,
+    check_merged_probabilities,
+    merged_rule,
+    parse_duration,
+    render_faults,
+)
 from ._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
 from ._names import did_you_mean, one_of, plural
 from ._schema import INT_MAX, INT_MIN
@@ -46,7 +53,7 @@ from ._spec import (
 )
 from ._yaml import Document, parse_yaml
 
-__all__ = ["load_spec", "merged_rule", "parse_duration", "parse_faults"]
+__all__ = ["load_spec", "merged_rule", "parse_duration", "parse_faults", "render_faults"]
 
 TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults")
 SERVICE_KEYS = ("records", "seed", "operations", "description")

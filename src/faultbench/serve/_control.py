@@ -10,9 +10,11 @@ language look at and steer the world an agent is using over MCP.
     POST /faultbench/restore     {"snapshot": ID}: go back to it
     GET  /faultbench/clock       {"now": ISO}
     POST /faultbench/clock       {"advance": SECONDS} or {"set": ISO}
-    GET  /faultbench/faults      the fault rules in force
-    PUT  /faultbench/faults      replace them (a `faults:` block as JSON or YAML); 409 if the
-                                 world was created with faults=False
+    GET  /faultbench/faults      the fault rules in force, as {"faults": BLOCK}: the `faults:`
+                                 block PUT takes, so it can be edited and sent back as is
+    PUT  /faultbench/faults      replace them (a `faults:` block as JSON or YAML, bare or
+                                 under "faults"); answers like GET; 409 if the world was
+                                 created with faults=False
     GET  /faultbench/sessions    with --isolate: the open MCP sessions (each has its own world)
 
 Any other path under the prefix answers a JSON 404, a known path with another method a 405.
@@ -41,6 +43,7 @@ from starlette.routing import Route
 
 from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
 from faultbench.kernel._events import encode_events
+from faultbench.kernel._loader import render_faults
 from faultbench.kernel._show import show_repr
 
 if TYPE_CHECKING:
@@ -51,6 +54,8 @@ PREFIX = "/faultbench"
 log = logging.getLogger("faultbench.serve")
 
 _encoder = msgspec.json.Encoder(order="deterministic")
+#: the faults block keeps its order: rule keys, error kinds and script steps as written
+_in_order = msgspec.json.Encoder()
 
 _ANY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
@@ -61,8 +66,8 @@ class ControlError(Exception):
         self.status = status
 
 
-def _json(obj: Any, status: int = 200) -> Response:
-    return Response(_encoder.encode(obj) + b"\n", status, media_type="application/json")
+def _json(obj: Any, status: int = 200, *, encoder: msgspec.json.Encoder = _encoder) -> Response:
+    return Response(encoder.encode(obj) + b"\n", status, media_type="application/json")
 
 
 def _iso(dt: datetime) -> str:
@@ -285,7 +290,8 @@ class Control:
                 rules = raw.decode("utf-8", errors="replace")
             world.set_faults(rules)
             self._changed(world)
-        return _json({"faults": msgspec.to_builtins(world.fault_rules)})
+        # The block form PUT takes, so a client can GET, edit and PUT the answer back as is.
+        return _json({"faults": render_faults(world.fault_rules)}, encoder=_in_order)
 
     def _endpoints(self) -> dict[str, list[str]]:
         """path -> its methods, for every endpoint (HEAD, which Starlette adds, left out)."""
