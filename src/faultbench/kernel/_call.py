@@ -232,6 +232,21 @@ def _reject(world: World, call_id: str, tool: str, args: Any, exc: ToolCallError
     world._emit(
         CallStarted(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, args=jargs, k=None)
     )
+    return _failed(world, call_id, tool, jargs, exc, started=state.clock)
+
+
+def _failed(
+    world: World,
+    call_id: str,
+    tool: str,
+    jargs: dict[str, Any],
+    exc: ToolCallError,
+    *,
+    started: datetime,
+    k: int | None = None,
+    fault: str | None = None,
+) -> CallResult:
+    """Log the call's failure and answer it: the one way a call ends in an error."""
     state = world._state
     world._emit(
         CallFailed(
@@ -251,7 +266,9 @@ def _reject(world: World, call_id: str, tool: str, args: Any, exc: ToolCallError
         text=exc.message,
         error=exc.message,
         error_kind=exc.kind,
-        started_at=state.clock,
+        fault=fault,
+        k=k,
+        started_at=started,
         finished_at=state.clock,
     )
 
@@ -413,29 +430,7 @@ def _answer(
     state = world._state
     tool = op.name
     if exc is not None:
-        world._emit(
-            CallFailed(
-                seq=state.seq,
-                at=state.clock,
-                call_id=call_id,
-                tool=tool,
-                kind=exc.kind,
-                message=exc.message,
-            )
-        )
-        return CallResult(
-            call_id=call_id,
-            tool=tool,
-            args=_copy(jargs),
-            ok=False,
-            text=exc.message,
-            error=exc.message,
-            error_kind=exc.kind,
-            fault=fault,
-            k=k,
-            started_at=started,
-            finished_at=state.clock,
-        )
+        return _failed(world, call_id, tool, jargs, exc, started=started, k=k, fault=fault)
     world._emit(
         CallSucceeded(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, value=value)
     )
