@@ -283,16 +283,7 @@ class Table:
                 n += 1
             rid = str(n)
         data = check_new_record(self._spec, fields, rid)
-        store._emit(
-            RecordCreated(
-                seq=state.seq,
-                at=state.clock,
-                table=self.name,
-                id=rid,
-                fields=data,
-                call_id=store._call_id,
-            )
-        )
+        self._write(RecordCreated, rid, fields=data)
         return Record(self.name, data)
 
     def update(self, id: str | int | None = None, /, **fields: Any) -> Record:
@@ -302,12 +293,8 @@ class Table:
             id = fields.pop("id", None)
             if id is None:
                 raise TypeError(f"{self.name}.update() needs the record id: update(id, **fields)")
-        store = self._store
-        state = store._state
         rid = _as_id(id)
-        old = state.tables[self.name].get(rid)
-        if old is None:
-            raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
+        old = self._existing(rid)
         changes: dict[str, Any] = {}
         before: dict[str, Any] = {}
         for key, value in fields.items():
@@ -327,38 +314,36 @@ class Table:
                 before[key] = old[key]
         if not changes:
             return Record(self.name, old)
-        store._emit(
-            RecordUpdated(
-                seq=state.seq,
-                at=state.clock,
-                table=self.name,
-                id=rid,
-                changes=changes,
-                old=before,
-                call_id=store._call_id,
-            )
-        )
-        return Record(self.name, store._state.tables[self.name][rid])
+        self._write(RecordUpdated, rid, changes=changes, old=before)
+        return Record(self.name, self._store._state.tables[self.name][rid])
 
     def delete(self, id: str | int) -> Record:
         """Remove a record; returns it as it was."""
-        store = self._store
-        state = store._state
         rid = _as_id(id)
-        old = state.tables[self.name].get(rid)
+        old = self._existing(rid)
+        self._write(RecordDeleted, rid, old=old)
+        return Record(self.name, old)
+
+    def _existing(self, rid: str) -> dict[str, Any]:
+        old = self._store._state.tables[self.name].get(rid)
         if old is None:
             raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
+        return old
+
+    def _write(self, event: type, rid: str, **fields: Any) -> None:
+        """Log one record event for this table, at the store's current seq and time."""
+        store = self._store
+        state = store._state
         store._emit(
-            RecordDeleted(
+            event(
                 seq=state.seq,
                 at=state.clock,
                 table=self.name,
                 id=rid,
-                old=old,
                 call_id=store._call_id,
+                **fields,
             )
         )
-        return Record(self.name, old)
 
 
 def _as_id(rid: object) -> str:
