@@ -9,7 +9,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from faultbench.kernel._calls import CallResult
 from faultbench.kernel._events import (
     CallFailed,
     CallStarted,
@@ -22,6 +21,7 @@ from faultbench.kernel._events import (
     decode_events,
     encode_events,
 )
+from faultbench.kernel._results import CallResult
 from faultbench.kernel._trace import Trace
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)

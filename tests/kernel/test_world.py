@@ -20,7 +20,7 @@ from faultbench.kernel import (
     World,
     WorldCreated,
 )
-from faultbench.kernel._call import state_as_of
+from faultbench.kernel._pipeline import state_as_of
 from faultbench.kernel._spec import WORLD_ATTRIBUTES
 
 from .conftest import T0

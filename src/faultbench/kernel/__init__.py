@@ -5,8 +5,6 @@ Events (msgspec Structs) are folded by one pure reducer (`apply`) into immutable
 It imports msgspec, immutables, pyyaml and the standard library only.
 """
 
-from ._calls import CallResult as CallResult
-from ._calls import Tool as Tool
 from ._clock import VirtualClock as VirtualClock
 from ._diff import EventDiff as EventDiff
 from ._diff import StateDiff as StateDiff
@@ -41,6 +39,8 @@ from ._events import encode_events as encode_events
 from ._log import EventLog as EventLog
 from ._reducer import apply as apply
 from ._replay import replay as replay
+from ._results import CallResult as CallResult
+from ._results import Tool as Tool
 from ._spec import WorldSpec as WorldSpec
 from ._state import State as State
 from ._tables import Record as Record

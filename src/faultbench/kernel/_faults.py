@@ -12,7 +12,7 @@ inputs. Randomness is a `random.Random` seeded per call from a BLAKE2b digest of
 four, never `hash()` (randomized per process) and never a shared generator (whose position
 would depend on every other operation's calls). So adding a call to `get_order` never changes
 what happens to the 3rd `issue_refund`, and a failing run can be replayed with its faults
-pinned. The call pipeline (`_call.py`) executes decisions; nothing here touches a world.
+pinned. The call pipeline (`_pipeline.py`) executes decisions; nothing here touches a world.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._calls import Tool
 from ._clock import VirtualClock
 from ._errors import (
     HandlerCrashed,
@@ -30,6 +29,7 @@ from ._errors import (
 )
 from ._events import Event
 from ._reducer import apply
+from ._results import Tool
 from ._schema import Validator, default_description, input_schema, operation_args
 from ._tables import Record, Table, did_you_mean, id_order
 

@@ -159,7 +159,7 @@ def replay(
     finally:
         if was_enabled:
             gc.enable()
-    from ._call import make_plan
+    from ._pipeline import make_plan
 
     world._plan = make_plan(world)
     return world

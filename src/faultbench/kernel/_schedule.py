@@ -42,67 +42,13 @@ trio and asyncio are imported inside the functions that need them, never at modu
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from ._call import Flight, admit, advance_to, args_json, execute, finish, run_call
-from ._show import show_value
+from ._pipeline import canonical_order, run_batch, run_call
 
 if TYPE_CHECKING:
-    from ._calls import CallResult
+    from ._results import CallResult
     from ._world import World
-
-_canon = msgspec.json.Encoder(order="deterministic").encode
-
-
-# ---------------------------------------------------------------------------------------------
-# Running a batch
-# ---------------------------------------------------------------------------------------------
-
-
-def run_batch(world: World, calls: Sequence[tuple[str, Any]]) -> list[CallResult]:
-    """Run `calls` (tool, args) as concurrent calls, in the order given; results in that
-    order. The caller canonicalizes the order (see `canonical_order`)."""
-    results: list[Any] = [None] * len(calls)
-    flights: list[tuple[int, Flight]] = []
-    for i, (tool, args) in enumerate(calls):
-        admitted = admit(world, tool, args)
-        if isinstance(admitted, Flight):
-            flights.append((i, admitted))
-        else:
-            results[i] = admitted  # rejected: answered at once
-
-    # Each flight has two stages: execute at exec_at, finish at end_at (equal unless it is a
-    # timeout). Sorting by (time, position, stage) completes a call atomically at a tie.
-    stages = []
-    for i, f in flights:
-        stages.append((f.exec_at, i, 0, f))
-        stages.append((f.end_at, i, 1, f))
-    stages.sort(key=lambda s: (s[0], s[1], s[2]))
-    for at, i, stage, f in stages:
-        advance_to(world, at, f.call_id)
-        if stage == 0:
-            execute(world, f)
-        else:
-            results[i] = finish(world, f)
-    return results
-
-
-def canonical_key(tool: Any, args: Any) -> tuple[str, bytes]:
-    """Sort key of a call in a batch: tool name, then arguments as canonical JSON."""
-    try:
-        encoded = _canon(args_json(args if args is not None else {}))
-    except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
-        encoded = show_value(args).encode()  # never raises, however deep or odd
-    return (str(tool), encoded)
-
-
-def canonical_order(calls: Sequence[tuple[Any, Any]]) -> list[int]:
-    """Positions of `calls` (in arrival order) sorted canonically; ties keep arrival order."""
-    keys = [canonical_key(tool, args) for tool, args in calls]
-    return sorted(range(len(calls)), key=lambda i: (keys[i], i))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from typing import Any
 
 import msgspec
 
-from ._calls import CallResult
 from ._diff import _iso, format_value
 from ._events import (
     CallFailed,
@@ -31,6 +30,7 @@ from ._events import (
     FaultInjected,
     WorldCreated,
 )
+from ._results import CallResult
 
 __all__ = ["Trace"]
 

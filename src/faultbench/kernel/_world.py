@@ -14,14 +14,14 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _call
-from ._calls import CallResult, Tool
+from . import _pipeline as _call
 from ._clock import VirtualClock
 from ._errors import FaultsDisabled, UnknownTool
 from ._events import Event, WorldCreated, WorldForked
 from ._log import EventLog, Segment
 from ._ops import CompiledOp, compile_ops, tables_to_dict
 from ._reducer import apply
+from ._results import CallResult, Tool
 from ._spec import WORLD_ATTRIBUTES, WorldSpec
 from ._state import State
 from ._tables import Table, did_you_mean
@@ -229,7 +229,9 @@ class World:
 
     async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
         """`call` from async code (trio or asyncio)."""
-        return await _call.arun_call(self, tool, args)
+        from ._schedule import join
+
+        return await join(self, tool, args)
 
     def set_faults(self, rules: Any) -> None:
         """Replace the fault rules at run time: a `faults:` block as YAML text or plain

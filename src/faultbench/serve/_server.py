@@ -36,11 +36,11 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from faultbench.kernel._calls import CallResult
 from faultbench.kernel._errors import ToolCallError
+from faultbench.kernel._results import CallResult
 
 if TYPE_CHECKING:
-    from faultbench.kernel._calls import Tool
+    from faultbench.kernel._results import Tool
 
 __all__ = ["WorldServer", "build_server"]
 

@@ -15,13 +15,12 @@ not count towards k, so a typo never shifts which call a fault script hits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._calls import CallResult
 from ._errors import (
     InjectedFault,
     InternalError,
@@ -45,6 +44,7 @@ from ._events import (
 from ._faults import FAILURE_KINDS, FaultDecision, FaultPlan, created_field
 from ._log import EventLog, Segment
 from ._ops import CompiledOp, Transaction
+from ._results import CallResult
 from ._schema import show_value
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ._world import World
 
 _encode = msgspec.json.Encoder().encode
+_canon = msgspec.json.Encoder(order="deterministic").encode
 #: A deep copy of JSON-typed data (new dicts and lists, same scalars): the log and each
 #: CallResult hold their own, so changing `result.value` can never rewrite history.
 _copy = msgspec.to_builtins
@@ -527,6 +528,54 @@ def state_as_of(world: World, cutoff: datetime) -> State:
 
 
 # ---------------------------------------------------------------------------------------------
+# Running a batch
+# ---------------------------------------------------------------------------------------------
+
+
+def run_batch(world: World, calls: Sequence[tuple[str, Any]]) -> list[CallResult]:
+    """Run `calls` (tool, args) as concurrent calls, in the order given; results in that
+    order. The caller canonicalizes the order (see `canonical_order`)."""
+    results: list[Any] = [None] * len(calls)
+    flights: list[tuple[int, Flight]] = []
+    for i, (tool, args) in enumerate(calls):
+        admitted = admit(world, tool, args)
+        if isinstance(admitted, Flight):
+            flights.append((i, admitted))
+        else:
+            results[i] = admitted  # rejected: answered at once
+
+    # Each flight has two stages: execute at exec_at, finish at end_at (equal unless it is a
+    # timeout). Sorting by (time, position, stage) completes a call atomically at a tie.
+    stages = []
+    for i, f in flights:
+        stages.append((f.exec_at, i, 0, f))
+        stages.append((f.end_at, i, 1, f))
+    stages.sort(key=lambda s: (s[0], s[1], s[2]))
+    for at, i, stage, f in stages:
+        advance_to(world, at, f.call_id)
+        if stage == 0:
+            execute(world, f)
+        else:
+            results[i] = finish(world, f)
+    return results
+
+
+def canonical_key(tool: Any, args: Any) -> tuple[str, bytes]:
+    """Sort key of a call in a batch: tool name, then arguments as canonical JSON."""
+    try:
+        encoded = _canon(args_json(args if args is not None else {}))
+    except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
+        encoded = show_value(args).encode()  # never raises, however deep or odd
+    return (str(tool), encoded)
+
+
+def canonical_order(calls: Sequence[tuple[Any, Any]]) -> list[int]:
+    """Positions of `calls` (in arrival order) sorted canonically; ties keep arrival order."""
+    keys = [canonical_key(tool, args) for tool, args in calls]
+    return sorted(range(len(calls)), key=lambda i: (keys[i], i))
+
+
+# ---------------------------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------------------------
 
@@ -576,8 +625,3 @@ def _run_plain(world: World, op: CompiledOp, tool: str, args: Any) -> CallResult
         value = text = None
         error = internal_error(op.name, exc)
     return _answer(world, op, call_id, jargs, k, now, None, error, value, text)
-
-
-# `World.acall`: `_schedule.join` itself (no wrapper: a coroutine frame per call is a few us in
-# a live server). Imported last, as `_schedule` imports this module's stages.
-from ._schedule import join as arun_call  # noqa: E402, F401
