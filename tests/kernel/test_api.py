@@ -29,6 +29,7 @@ DESIGN_NAMES = {
     "ClockAdvanced",
     "CallStarted",
     "FaultInjected",
+    "FaultsChanged",
     "CallSucceeded",
     "CallFailed",
     # errors
@@ -43,7 +44,6 @@ DESIGN_NAMES = {
     "HandlerCrashed",
     "InjectedFault",
     "ReplayError",
-    "ReentrantApplyError",
 }
 
 

@@ -82,11 +82,7 @@ def test_restore_in_a_loop_keeps_the_log_chain_short(world):
     for _ in range(1000):
         world.call("update_order", {"id": "1", "note": "x"})
         world.restore(snap)
-    seg, depth = world._seg, 0
-    while seg.base is not None:
-        seg = seg.base._seg
-        depth += 1
-    assert depth <= 2
+    assert len(world.events.parts()) <= 3  # segments the log is read through
     assert len(world.events) == snap.seq
 
 

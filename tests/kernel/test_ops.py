@@ -155,7 +155,7 @@ def test_k_counts_valid_calls_per_tool_only(world):
     assert world.call("get_ordr", {"id": "1"}).k is None
     assert world.call("list_orders").k == 1
     assert world.call("get_order", {"id": "9"}).k == 2  # not found still counts
-    assert dict(world._state.k) == {"get_order": 2, "list_orders": 1}
+    assert dict(world.snapshot().state.k) == {"get_order": 2, "list_orders": 1}
 
 
 # --- validation: every kind of bad arguments -------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from functools import partial
 
 import pytest
 
@@ -20,7 +19,6 @@ from faultbench.kernel import (
     World,
     WorldCreated,
 )
-from faultbench.kernel._pipeline import state_as_of
 from faultbench.kernel._spec import WORLD_ATTRIBUTES
 
 from .conftest import T0
@@ -262,22 +260,23 @@ def test_acall_without_an_event_loop(world):
     assert stop.value.value.ok
 
 
-def test_the_state_at_an_earlier_virtual_time_has_one_implementation(world):
-    # Stale reads rebuild the past from the log with `_call.state_as_of`; World keeps no
-    # second way of doing it that could disagree.
-    assert not hasattr(World, "_state_at")
-    world.orders.update("1", status="shipped")
+def test_stale_reads_see_the_records_as_of_an_earlier_virtual_time(world):
+    world.orders.update("1", status="shipped")  # at T0
     world.clock.advance(60)
     world.orders.update("1", status="refunded")
     world.clock.advance(60)
-    world.orders.delete("2")
-    at = partial(state_as_of, world)
-    assert at(T0).tables["order"]["1"]["status"] == "shipped"
-    assert at(T0 + timedelta(seconds=59)).tables["order"]["1"]["status"] == "shipped"
-    assert at(T0 + timedelta(seconds=60)).tables["order"]["1"]["status"] == "refunded"
-    assert "2" in at(T0 + timedelta(seconds=119)).tables["order"]
-    assert "2" not in at(T0 + timedelta(seconds=120)).tables["order"]
-    assert at(world.clock.now()) is world._state
+    world.orders.delete("2")  # at T0 + 120 s, now
+
+    def read(order_id, lag_s):
+        world.set_faults({"default": {"errors": {"stale_read": {"p": 1.0, "lag_s": lag_s}}}})
+        return world.call("get_order", {"id": order_id})
+
+    assert read("1", 120).value["status"] == "shipped"  # as of T0, after that write
+    assert read("1", 61).value["status"] == "shipped"
+    assert read("1", 60).value["status"] == "refunded"
+    assert read("2", 1).ok  # a second before its deletion
+    assert not read("2", 0).ok
+    assert world.orders.get("1").status == "refunded"  # stale reads change nothing
 
 
 # --- fault rules on a world without faults ---------------------------------------------------

@@ -17,7 +17,6 @@ from ._errors import InjectedFault as InjectedFault
 from ._errors import InvalidArguments as InvalidArguments
 from ._errors import RecordError as RecordError
 from ._errors import RecordNotFound as RecordNotFound
-from ._errors import ReentrantApplyError as ReentrantApplyError
 from ._errors import ReplayError as ReplayError
 from ._errors import SourceError as SourceError
 from ._errors import ToolCallError as ToolCallError
@@ -29,6 +28,7 @@ from ._events import CallSucceeded as CallSucceeded
 from ._events import ClockAdvanced as ClockAdvanced
 from ._events import Event as Event
 from ._events import FaultInjected as FaultInjected
+from ._events import FaultsChanged as FaultsChanged
 from ._events import RecordCreated as RecordCreated
 from ._events import RecordDeleted as RecordDeleted
 from ._events import RecordUpdated as RecordUpdated
@@ -61,6 +61,7 @@ __all__ = [
     "EventLog",
     "FaultInjected",
     "FaultbenchError",
+    "FaultsChanged",
     "FaultsDisabled",
     "HandlerCrashed",
     "HandlerError",
@@ -72,7 +73,6 @@ __all__ = [
     "RecordError",
     "RecordNotFound",
     "RecordUpdated",
-    "ReentrantApplyError",
     "ReplayError",
     "Snapshot",
     "SourceError",

@@ -26,7 +26,7 @@ class VirtualClock:
 
     def now(self) -> datetime:
         """The current virtual time (timezone-aware, UTC)."""
-        return self._store._state.clock
+        return self._store.state.clock
 
     def advance(self, seconds: float | timedelta) -> datetime:
         """Move time forward by `seconds` (a number or a timedelta); returns the new time."""
@@ -75,7 +75,7 @@ class VirtualClock:
 
     def _move(self, to: datetime) -> datetime:
         store = self._store
-        state = store._state
+        state = store.state
         if to != state.clock:
-            store._emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=store._call_id))
+            store.emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=store.call_id))
         return to

@@ -16,13 +16,14 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
     ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
     ├── FaultsDisabled          fault rules set on a world created with faults=False
-    ├── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
-    └── ReentrantApplyError     an event was applied while applying an event
+    └── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
 """
 
 from __future__ import annotations
 
 import difflib
+import os
+import traceback
 from collections.abc import Sequence
 
 import msgspec
@@ -62,6 +63,8 @@ class ToolCallError(FaultbenchError):
 
     #: short machine-readable kind, e.g. "invalid_arguments", "not_found", "timeout"
     kind: str = "error"
+    #: for internal errors: where the bug is (see `format_traceback`); never sent to an agent
+    traceback: str | None = None
 
     def __init__(self, message: str, *, kind: str | None = None):
         super().__init__(message)
@@ -119,6 +122,20 @@ def unknown_tool_text(tool: object, names: Sequence[str]) -> str:
     return f"unknown tool {show_repr(name, 100)}.{hint} Available tools: {', '.join(names)}"
 
 
+def format_traceback(exc: BaseException, limit: int = 20) -> str:
+    """`exc`'s traceback as Python prints it, with file names only (no directories), so the
+    text (which goes into the event log) is the same on every machine. At most `limit`
+    innermost frames."""
+    frames = traceback.extract_tb(exc.__traceback__)[-limit:]
+    lines = ["Traceback (most recent call last):\n"]
+    for f in frames:
+        lines.append(f'  File "{os.path.basename(f.filename)}", line {f.lineno}, in {f.name}\n')
+        if f.line:
+            lines.append(f"    {f.line.strip()}\n")
+    lines.extend(traceback.format_exception_only(type(exc), exc))
+    return "".join(lines).rstrip("\n")
+
+
 class HandlerError(ToolCallError):
     kind = "handler_error"
 
@@ -150,7 +167,3 @@ class FaultsDisabled(FaultbenchError, RuntimeError):
 
 class ReplayError(FaultbenchError):
     """An event log could not be replayed into a world."""
-
-
-class ReentrantApplyError(FaultbenchError, RuntimeError):
-    """`apply` was called while an event was being applied: reducers may not emit events."""

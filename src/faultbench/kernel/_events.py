@@ -45,6 +45,15 @@ class WorldForked(Event, frozen=True):
     faults: bool = True
 
 
+class FaultsChanged(Event, frozen=True):
+    """The fault rules in force changed at run time (`World.set_faults`, the control API,
+    `serve --no-faults`, the pytest `faults` marker), or kept across a restore or a reset.
+    `rules` is the new `faults:` block as plain JSON objects (what `parse_faults` reads), or
+    None for the world file's own; it replaces the rules before it entirely."""
+
+    rules: dict[str, Any] | None = None
+
+
 # --- records -----------------------------------------------------------------------------------
 
 
@@ -110,11 +119,15 @@ class CallFailed(Event, frozen=True):
     tool: str
     kind: str  # ToolCallError.kind: "invalid_arguments", "not_found", "timeout", ...
     message: str = ""  # exactly what the agent saw
+    #: internal errors only: where the bug is, file names without directories (never sent
+    #: to the agent; `world.trace` and the server log show it)
+    traceback: str | None = None
 
 
 AnyEvent = (
     WorldCreated
     | WorldForked
+    | FaultsChanged
     | RecordCreated
     | RecordUpdated
     | RecordDeleted

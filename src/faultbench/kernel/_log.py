@@ -67,7 +67,7 @@ class EventLog(Sequence[Event]):
             seg = seg.base._seg  # type: ignore[union-attr]
         return seg.items[i - seg.start]
 
-    def _parts(self) -> list[tuple[list[Event], int, int]]:
+    def parts(self) -> list[tuple[list[Event], int, int]]:
         """(items, lo, hi) slices of each segment, oldest first."""
         parts = []
         seg, hi = self._seg, self._n
@@ -82,7 +82,7 @@ class EventLog(Sequence[Event]):
 
     def _iter_range(self, start: int, stop: int) -> Iterator[Event]:
         offset = 0
-        for items, lo, hi in self._parts():
+        for items, lo, hi in self.parts():
             size = hi - lo
             a, b = max(start - offset, 0), min(stop - offset, size)
             if a < b:
@@ -92,7 +92,7 @@ class EventLog(Sequence[Event]):
                 break
 
     def __iter__(self) -> Iterator[Event]:
-        for items, lo, hi in self._parts():
+        for items, lo, hi in self.parts():
             yield from islice(items, lo, hi)
 
     def __repr__(self) -> str:

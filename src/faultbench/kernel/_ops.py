@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._book import Book, Draft
 from ._clock import VirtualClock
 from ._errors import (
     HandlerCrashed,
@@ -25,10 +27,10 @@ from ._errors import (
     RecordError,
     RecordNotFound,
     ToolCallError,
+    format_traceback,
     not_found_text,
 )
 from ._events import Event
-from ._reducer import apply
 from ._results import Tool
 from ._schema import Validator, default_description, input_schema, operation_args
 from ._tables import Record, Table, did_you_mean, id_order
@@ -36,23 +38,33 @@ from ._tables import Record, Table, did_you_mean, id_order
 if TYPE_CHECKING:
     from ._spec import OperationSpec, WorldSpec
     from ._state import State
-    from ._world import World
 
 
 # --- the transaction a call runs in --------------------------------------------------------
 
 
-class Transaction:
+class Transaction(Draft):
     """A world-like view for one operation: tables, clock and the spec, reading through its
-    own pending writes. Custom handlers receive it as their `world` argument."""
+    own pending writes. Custom handlers receive it as their `world` argument.
 
-    def __init__(self, world: World, call_id: str | None, state: State | None = None):
-        self._world = world
-        self._state: State = world._state if state is None else state
-        self._call_id = call_id
-        self._pending: list[Event] = []
+    A `Draft` begun on `parent`'s current state (or on `state`, an earlier one, for a stale
+    read, which never commits). `commit()` adds its events to `parent`; a transaction that is
+    simply dropped leaves nothing behind."""
+
+    def __init__(
+        self,
+        parent: Draft,
+        spec: WorldSpec,
+        seed: int,
+        book: Book,
+        state: State | None = None,
+    ):
+        super().__init__(parent.state if state is None else state, parent.call_id)
+        self._parent = parent
+        self._seed = seed
+        self._book = book
         self._tables: dict[str, Table] = {}
-        self.spec: WorldSpec = world._spec
+        self.spec: WorldSpec = spec
 
     @property
     def clock(self) -> VirtualClock:
@@ -65,24 +77,20 @@ class Transaction:
     # Read-only facts of the world, as handlers may want them.
     @property
     def name(self) -> str:
-        return self._world.name
+        return self.spec.name
 
     @property
     def seed(self) -> int:
-        return self._world.seed
+        return self._seed
 
     @property
     def run(self) -> int:
-        return self._world.run
+        return self.state.settings.run
 
     @property
     def events(self) -> list[Event]:
         """The events this transaction has written so far (not yet in the world's log)."""
-        return list(self._pending)
-
-    def _emit(self, event: Event) -> None:
-        self._state = apply(self._state, event)
-        self._pending.append(event)
+        return list(self.pending)
 
     def table(self, name: str) -> Table:
         t = self._tables.get(name)
@@ -113,22 +121,19 @@ class Transaction:
         return self.table(name)
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
-        return tables_to_dict(self._state, self.spec.records)
+        return tables_to_dict(self.state, self.spec.records)
+
+    def running(self, handler: str) -> AbstractContextManager[None]:
+        """While `handler` runs on this transaction, the world refuses direct writes."""
+        return self._book.hold(handler)
 
     def commit(self) -> list[Event]:
-        """Hand the pending events to the world: its state becomes this transaction's. The
-        world must not have changed since the transaction began (calls are atomic)."""
-        world = self._world
-        if world._handler is not None:
-            raise world._busy("world.commit() (a call commits when its handler returns)")
-        if self._pending:
-            if world._state.seq != self._pending[0].seq:
-                raise RuntimeError(
-                    f"transaction of call {self._call_id} began at event "
-                    f"{self._pending[0].seq} but the world is at {world._state.seq}"
-                )
-            world._adopt(self._state, self._pending)
-        return self._pending
+        """Hand the pending events to the call: its state becomes this transaction's. Nothing
+        may have been written since the transaction began (calls are atomic)."""
+        if self._book.busy is not None:
+            raise self._book.busy_error("world.commit() (a call commits when its handler returns)")
+        self._parent.take(self)
+        return self.pending
 
 
 def tables_to_dict(state: State, order: Any = None) -> dict[str, list[dict[str, Any]]]:
@@ -190,7 +195,7 @@ class CompiledOp:
 
     def _run_get(self, tx: Transaction, args: dict[str, Any]) -> Any:
         rid = args["id"]
-        data = tx._state.tables[self.record].get(rid)
+        data = tx.state.tables[self.record].get(rid)
         if data is None:
             raise RecordNotFound(
                 not_found_text(self.spec.qualname, self.record, rid), table=self.record, id=rid
@@ -225,24 +230,23 @@ class CompiledOp:
         where = self.spec.handler or self.name
         if self.handler is None:
             raise HandlerCrashed(f"internal error in handler {where}: handler not loaded")
-        world = tx._world
-        outer, world._handler = world._handler, where
         try:
-            value = self.handler(tx, tx.clock, **args)
+            with tx.running(where):
+                value = self.handler(tx, tx.clock, **args)
         except RecordNotFound as exc:
             if exc.table is None:  # the handler's own words
                 raise
             raise self._not_found(exc) from None  # a Table's: the tool's 404, as for update
         except ToolCallError:
             raise
+        except (KeyError, IndexError) as exc:
+            # LookupErrors, but raised by a dict or a list the handler got wrong, not by the
+            # handler refusing the call: a bug, and it must read as one.
+            raise _crashed(where, exc) from exc
         except (ValueError, LookupError, PermissionError) as exc:
             raise HandlerError(str(exc) or type(exc).__name__) from exc
         except Exception as exc:
-            raise HandlerCrashed(
-                f"internal error in handler {where}: {type(exc).__name__}: {exc}"
-            ) from exc
-        finally:
-            world._handler = outer
+            raise _crashed(where, exc) from exc
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
@@ -256,6 +260,12 @@ class CompiledOp:
             raise HandlerCrashed(
                 f"internal error in handler {where}: its return value is not JSON: {exc}"
             ) from None
+
+
+def _crashed(where: str, exc: Exception) -> HandlerCrashed:
+    err = HandlerCrashed(f"internal error in handler {where}: {type(exc).__name__}: {exc}")
+    err.traceback = format_traceback(exc)
+    return err
 
 
 def _enc_hook(obj: Any) -> Any:

@@ -11,22 +11,29 @@ in virtual time (`_schedule.py` orders the stages of a batch; a lone call is a b
 
 Rejected calls are logged too (they are part of what the agent did) but take no fault and do
 not count towards k, so a typo never shifts which call a fault script hits.
+
+Deciding, not mutating: every stage reads a `Draft` (the world's state plus the events the
+call, or the batch, has decided so far) and emits into it; nothing here assigns a world's
+state. When the call or batch is answered, its draft goes to the world's `Book` in one
+`commit`. A call that breaks rolls its draft back to where the call began.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._book import Draft
 from ._errors import (
     InjectedFault,
     InternalError,
     InvalidArguments,
     ToolCallError,
     UnknownTool,
+    format_traceback,
     unknown_tool_text,
 )
 from ._events import (
@@ -42,14 +49,14 @@ from ._events import (
     WorldCreated,
 )
 from ._faults import FAILURE_KINDS, FaultDecision, FaultPlan, created_field
-from ._log import EventLog, Segment
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 from ._schema import show_value
 
 if TYPE_CHECKING:
-    from ._state import State
-    from ._world import World
+    from ._book import Book
+    from ._spec import FaultRule, WorldSpec
+    from ._state import Settings, State
 
 _encode = msgspec.json.Encoder().encode
 _canon = msgspec.json.Encoder(order="deterministic").encode
@@ -66,26 +73,90 @@ _BY_ID = frozenset({"get", "update", "delete"})
 # ---------------------------------------------------------------------------------------------
 
 
-def make_plan(world: World, parent: Any = None, rules: Any = None) -> FaultPlan:
-    """The fault plan for `world`: its spec's rules, a parent's (forks keep rules set at run
-    time), or `rules` (a `faults:` block as YAML text, plain objects or parsed FaultRules)."""
-    if rules is not None:
-        rules = parse_rules(world, rules)
-    elif parent is not None:
-        rules = parent.rules
-    else:
-        rules = world.spec.faults
-    return FaultPlan(rules, seed=world.seed, run=world.run, enabled=world.faults_enabled)
+class Pipeline:
+    """Runs the calls of one world: its spec, compiled operations and seed, the `Book` that
+    owns its state, and the fault plan, derived from the state's `settings` (the run index,
+    the fault switch and the rules in force are all in the log)."""
+
+    __slots__ = ("_plan", "_plan_for", "book", "genesis_seq", "ops", "seed", "spec")
+
+    def __init__(
+        self,
+        spec: WorldSpec,
+        ops: dict[str, CompiledOp],
+        seed: int,
+        book: Book,
+        genesis_seq: int | None = None,
+    ):
+        self.spec = spec
+        self.ops = ops
+        self.seed = seed
+        self.book = book
+        #: events before this seq are the world's genesis (None: find it in the log)
+        self.genesis_seq = genesis_seq
+        self._plan: FaultPlan | None = None
+        self._plan_for: Settings | None = None
+
+    def plan(self, settings: Settings | None = None) -> FaultPlan:
+        """The fault plan under `settings` (default: the world's now). Built once per
+        settings object: they change only with WorldCreated, WorldForked and FaultsChanged."""
+        if settings is None:
+            settings = self.book.state.settings
+        if settings is not self._plan_for or self._plan is None:
+            rules = (
+                self.spec.faults
+                if settings.rules is None
+                else parse_rules(self.spec, settings.rules, source="<FaultsChanged>")
+            )
+            self.use_plan(settings, rules)
+        assert self._plan is not None
+        return self._plan
+
+    def use_plan(self, settings: Settings, rules: Mapping[str, FaultRule]) -> FaultPlan:
+        """Plan under `settings` from `rules` already parsed (spares parsing them again)."""
+        self._plan = FaultPlan(rules, seed=self.seed, run=settings.run, enabled=settings.faults_on)
+        self._plan_for = settings
+        return self._plan
+
+    def transaction(self, d: Draft, state: State | None = None) -> Transaction:
+        return Transaction(d, self.spec, self.seed, self.book, state)
+
+    def call(self, tool: str, args: Any = None) -> CallResult:
+        """Run one tool call; never raises for anything the agent sent."""
+        d = Draft(self.book.state)
+        op = self.ops.get(tool)
+        plan = self.plan()
+        if op is not None and not _may_fault(plan, op):
+            result = _run_plain(self, d, op, tool, args)
+        else:
+            result = _run_one(self, d, plan, tool, args)
+        self.book.commit(d)
+        return result
+
+    def call_together(self, calls: Sequence[tuple[Any, Any]]) -> list[CallResult]:
+        """Run `calls` (tool, args) as calls made at the same moment; see `run_batch`."""
+        order = canonical_order(calls)
+        d = Draft(self.book.state)
+        ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
+        self.book.commit(d)
+        results: list[Any] = [None] * len(calls)
+        for i, result in zip(order, ordered):
+            results[i] = result
+        return results
 
 
-def parse_rules(world: World, rules: Any) -> dict[str, Any]:
+def parse_rules(
+    spec: WorldSpec, rules: Any, *, source: str = "<set_faults>"
+) -> dict[str, FaultRule]:
+    """Fault rules from a `faults:` block (YAML text or plain objects), or parsed FaultRules
+    as they are; raises WorldFileError."""
     from ._spec import FaultRule
 
     if isinstance(rules, Mapping) and all(isinstance(v, FaultRule) for v in rules.values()):
         return dict(rules)
     from ._loader import parse_faults
 
-    return parse_faults(rules, world.spec, source="<set_faults>")
+    return parse_faults(rules, spec, source=source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,31 +211,28 @@ def args_json(args: Any) -> dict[str, Any]:
     return out
 
 
-def admit(world: World, tool: str, args: Any) -> Flight | CallResult:
+def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flight | CallResult:
     """Log the call's start and decide its fault. A rejected call is finished on the spot."""
-    state = world._state
+    state = d.state
     call_id = f"c{state.calls + 1}"
     if args is None:
         args = {}
-    op = world._ops.get(tool)
+    op = cx.ops.get(tool)
     if op is None:
-        exc: ToolCallError = UnknownTool(unknown_tool_text(tool, list(world._ops)))
-        return _reject(world, call_id, str(tool), args, exc)
+        exc: ToolCallError = UnknownTool(unknown_tool_text(tool, list(cx.ops)))
+        return _reject(d, call_id, str(tool), args, exc)
     try:
         clean = op.validator.validate(args)
     except InvalidArguments as exc:
-        return _reject(world, call_id, tool, args, exc)
+        return _reject(d, call_id, tool, args, exc)
 
     flight = Flight(call_id, op, clean, args_json(args))
     flight.k = k = state.k.get(tool, 0) + 1
     flight.started = now = state.clock
-    plan: FaultPlan = world._plan
     # Decided before this call is in the log, so its own start is not in its rate window.
-    decision = _decide(world, plan, op, k, clean, now) if _may_fault(plan, op) else None
+    decision = _decide(cx, d, plan, op, k, clean, now) if _may_fault(plan, op) else None
     flight.decision = decision
-    world._emit(
-        CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k)
-    )
+    d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k))
     if decision is None:
         flight.exec_at = flight.end_at = now
         return flight
@@ -172,7 +240,7 @@ def admit(world: World, tool: str, args: Any) -> Flight | CallResult:
     flight.end_at = flight.exec_at + timedelta(seconds=decision.timeout_s)
     # malformed_json is logged when its broken text exists (see execute)
     if decision.kind is not None and decision.kind != "malformed_json":
-        _log_fault(world, flight, decision.detail())
+        _log_fault(d, flight, decision.detail())
     return flight
 
 
@@ -183,18 +251,24 @@ def _may_fault(plan: FaultPlan, op: CompiledOp) -> bool:
 
 
 def _decide(
-    world: World, plan: FaultPlan, op: CompiledOp, k: int, args: dict[str, Any], now: datetime
+    cx: Pipeline,
+    d: Draft,
+    plan: FaultPlan,
+    op: CompiledOp,
+    k: int,
+    args: dict[str, Any],
+    now: datetime,
 ) -> FaultDecision | None:
     rule = plan.rule_for(op.spec)
     recent: list[datetime] = []
     if rule.rate_limit is not None:
-        recent = admitted_since(world.events, op.name, now, rule.rate_limit.per_seconds)
+        recent = admitted_since(_backwards(cx, d), op.name, now, rule.rate_limit.per_seconds)
     record_time = None
-    rspec = world.spec.records.get(op.record) if op.record else None
+    rspec = cx.spec.records.get(op.record) if op.record else None
     target = args.get("id") if op.kind in _BY_ID else None
     if rule.not_found_if_newer_than_s is not None and rspec is not None and target is not None:
         fname = created_field(rspec)
-        data = world._state.tables[rspec.name].get(target)
+        data = d.state.tables[rspec.name].get(target)
         if fname is not None and data is not None:
             record_time = _as_datetime(data.get(fname))
     return plan.decide(
@@ -213,9 +287,9 @@ def _as_datetime(value: Any) -> datetime | None:
     return None
 
 
-def _log_fault(world: World, flight: Flight, detail: dict[str, Any]) -> None:
-    state = world._state
-    world._emit(
+def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
+    state = d.state
+    d.emit(
         FaultInjected(
             seq=state.seq,
             at=state.clock,
@@ -227,17 +301,17 @@ def _log_fault(world: World, flight: Flight, detail: dict[str, Any]) -> None:
     )
 
 
-def _reject(world: World, call_id: str, tool: str, args: Any, exc: ToolCallError) -> CallResult:
-    state = world._state
+def _reject(d: Draft, call_id: str, tool: str, args: Any, exc: ToolCallError) -> CallResult:
+    state = d.state
     jargs = args_json(args)
-    world._emit(
+    d.emit(
         CallStarted(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, args=jargs, k=None)
     )
-    return _failed(world, call_id, tool, jargs, exc, started=state.clock)
+    return _failed(d, call_id, tool, jargs, exc, started=state.clock)
 
 
 def _failed(
-    world: World,
+    d: Draft,
     call_id: str,
     tool: str,
     jargs: dict[str, Any],
@@ -248,8 +322,8 @@ def _failed(
     fault: str | None = None,
 ) -> CallResult:
     """Log the call's failure and answer it: the one way a call ends in an error."""
-    state = world._state
-    world._emit(
+    state = d.state
+    d.emit(
         CallFailed(
             seq=state.seq,
             at=state.clock,
@@ -257,6 +331,7 @@ def _failed(
             tool=tool,
             kind=exc.kind,
             message=exc.message,
+            traceback=exc.traceback,
         )
     )
     return CallResult(
@@ -271,6 +346,7 @@ def _failed(
         k=k,
         started_at=started,
         finished_at=state.clock,
+        traceback=exc.traceback,
     )
 
 
@@ -279,43 +355,37 @@ def _failed(
 # ---------------------------------------------------------------------------------------------
 
 
-def advance_to(world: World, to: datetime, call_id: str) -> None:
-    state = world._state
+def advance_to(d: Draft, to: datetime, call_id: str) -> None:
+    state = d.state
     if to > state.clock:
-        world._emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=call_id))
+        d.emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=call_id))
 
 
-def _attempt(world: World, flight: Flight, state: State | None = None) -> tuple[Any, Transaction]:
+def _attempt(
+    cx: Pipeline, d: Draft, flight: Flight, state: State | None = None
+) -> tuple[Any, Transaction]:
     """Run the operation once in a fresh transaction; raises ToolCallError."""
-    tx = Transaction(world, flight.call_id, state)
+    d.call_id = flight.call_id
+    tx = cx.transaction(d, state)
     return flight.op.run(tx, dict(flight.args)), tx
 
 
-def execute(world: World, flight: Flight) -> None:
+def execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     """Run the operation as the decision says. The clock is at `flight.exec_at`.
 
     Never raises: a tool error is the call's answer, and so is anything else (a bug in
     faultbench or in what it runs), as an `internal_error` after undoing whatever the call
     had committed, so the log never holds a call that started and never finished.
     """
-    state, seg = world._state, world._seg
+    mark = d.mark()
     try:
-        _execute(world, flight)
+        _execute(cx, d, flight)
         if flight.error is None and flight.text is None:
             flight.text = _encode(flight.value).decode()
     except Exception as exc:
-        _undo(world, state, seg)
+        d.rollback(mark)
         flight.value = flight.text = None
         flight.error = internal_error(flight.op.name, exc)
-
-
-def _undo(world: World, state: State, seg: Segment) -> None:
-    """Back to `state` (and the log of `seg` as it was then), after a call broke."""
-    if world._state is not state:
-        # As `restore` does: a new segment on a view of the log as it was, so anyone holding
-        # a view of the undone events keeps them.
-        world._state = state
-        world._seg = Segment(EventLog(seg, state.seq))
 
 
 def internal_error(tool: str, exc: BaseException) -> InternalError:
@@ -324,57 +394,59 @@ def internal_error(tool: str, exc: BaseException) -> InternalError:
         detail = detail[: _MAX_INTERNAL - 1] + "…"
     err = InternalError(f"internal error in {tool}: {detail}")
     err.__cause__ = exc
+    err.traceback = format_traceback(exc)
     return err
 
 
-def _execute(world: World, flight: Flight) -> None:
-    d = flight.decision
-    kind = d.kind if d is not None else None
+def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
+    decision = flight.decision
+    kind = decision.kind if decision is not None else None
     try:
         if kind is None:
-            flight.value, tx = _attempt(world, flight)
+            flight.value, tx = _attempt(cx, d, flight)
             tx.commit()
         elif kind in FAILURE_KINDS:
-            flight.error = InjectedFault(d.message, kind=kind)  # type: ignore[union-attr]
-            if d.commit:  # type: ignore[union-attr]
+            flight.error = InjectedFault(decision.message, kind=kind)  # type: ignore[union-attr]
+            if decision.commit:  # type: ignore[union-attr]
                 # The server did the work; only the answer is lost. If the operation itself
                 # fails there is nothing to keep, and the caller still only sees the fault.
                 try:
-                    _, tx = _attempt(world, flight)
+                    _, tx = _attempt(cx, d, flight)
                 except ToolCallError:
                     pass
                 else:
                     tx.commit()
         elif kind == "empty_result":
-            if d.commit:  # type: ignore[union-attr]
+            if decision.commit:  # type: ignore[union-attr]
                 # The write happened and the body got lost: 200 with nothing in it. An error
                 # answer is passed on intact, as for malformed_json.
-                _, tx = _attempt(world, flight)
+                _, tx = _attempt(cx, d, flight)
                 tx.commit()
             flight.value = [] if flight.op.kind == "list" else {}
         elif kind == "stale_read":
-            past = state_as_of(world, flight.exec_at - timedelta(seconds=d.lag_s or 0.0))  # type: ignore[union-attr]
-            flight.value, _ = _attempt(world, flight, past)
+            lag = timedelta(seconds=decision.lag_s or 0.0)  # type: ignore[union-attr]
+            past = state_as_of(cx, d, flight.exec_at - lag)
+            flight.value, _ = _attempt(cx, d, flight, past)
         elif kind == "malformed_json":
             # Logged here rather than at admission: the event carries the broken text.
-            detail = d.detail()  # type: ignore[union-attr]
+            detail = decision.detail()  # type: ignore[union-attr]
             try:
-                flight.value, tx = _attempt(world, flight)
+                flight.value, tx = _attempt(cx, d, flight)
             except ToolCallError:
-                _log_fault(world, flight, detail)  # an error answer is passed on intact
+                _log_fault(d, flight, detail)  # an error answer is passed on intact
                 raise
-            if d.commit:  # type: ignore[union-attr]
+            if decision.commit:  # type: ignore[union-attr]
                 tx.commit()
             flight.text = detail["text"] = break_json(_encode(flight.value).decode())
-            _log_fault(world, flight, detail)
+            _log_fault(d, flight, detail)
         elif kind == "duplicate":
-            flight.value, tx = _attempt(world, flight)
+            flight.value, tx = _attempt(cx, d, flight)
             tx.commit()
             # At-least-once delivery: the same request arrives again. A repeat that fails
             # (a second delete, a handler refusing) changes nothing; the caller saw the first.
-            for _ in range(d.times):  # type: ignore[union-attr]
+            for _ in range(decision.times):  # type: ignore[union-attr]
                 try:
-                    _, tx = _attempt(world, flight)
+                    _, tx = _attempt(cx, d, flight)
                 except ToolCallError:
                     continue
                 tx.commit()
@@ -399,17 +471,17 @@ def break_json(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def finish(world: World, flight: Flight) -> CallResult:
+def finish(d: Draft, flight: Flight) -> CallResult:
     """Log the answer (the clock is at `flight.end_at`) and build what the agent gets."""
-    d = flight.decision
+    decision = flight.decision
     return _answer(
-        world,
+        d,
         flight.op,
         flight.call_id,
         flight.jargs,
         flight.k,
         flight.started,
-        d.kind if d is not None else None,
+        decision.kind if decision is not None else None,
         flight.error,
         flight.value,
         flight.text,
@@ -417,7 +489,7 @@ def finish(world: World, flight: Flight) -> CallResult:
 
 
 def _answer(
-    world: World,
+    d: Draft,
     op: CompiledOp,
     call_id: str,
     jargs: dict[str, Any],
@@ -428,13 +500,11 @@ def _answer(
     value: Any,
     text: str | None,
 ) -> CallResult:
-    state = world._state
+    state = d.state
     tool = op.name
     if exc is not None:
-        return _failed(world, call_id, tool, jargs, exc, started=started, k=k, fault=fault)
-    world._emit(
-        CallSucceeded(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, value=value)
-    )
+        return _failed(d, call_id, tool, jargs, exc, started=started, k=k, fault=fault)
+    d.emit(CallSucceeded(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, value=value))
     return CallResult(
         call_id=call_id,
         tool=tool,
@@ -455,19 +525,23 @@ def _answer(
 # ---------------------------------------------------------------------------------------------
 
 
-def _backwards(log: EventLog) -> Iterator[Event]:
-    for items, lo, hi in reversed(log._parts()):
+def _backwards(cx: Pipeline, d: Draft) -> Iterator[Event]:
+    """The events before the draft's state, newest first: the draft's own, then the log's."""
+    yield from reversed(d.pending)
+    for items, lo, hi in reversed(cx.book.log.parts()):
         for i in range(hi - 1, lo - 1, -1):
             yield items[i]
 
 
-def admitted_since(log: EventLog, tool: str, now: datetime, per_seconds: float) -> list[datetime]:
+def admitted_since(
+    history: Iterable[Event], tool: str, now: datetime, per_seconds: float
+) -> list[datetime]:
     """Start times of the calls to `tool` in the `per_seconds` before `now` that were not
     answered 429. The clock never goes backwards, so the scan stops at the window's edge."""
     cutoff = now - timedelta(seconds=per_seconds)
     refused: set[str] = set()
     times: list[datetime] = []
-    for ev in _backwards(log):
+    for ev in history:
         if ev.at <= cutoff:
             break
         cls = type(ev)
@@ -483,30 +557,33 @@ def admitted_since(log: EventLog, tool: str, now: datetime, per_seconds: float) 
     return times
 
 
-def _genesis_seq(world: World) -> int:
+def _genesis_seq(cx: Pipeline) -> int:
     """Events before this seq are the world's genesis (WorldCreated and the seed rows)."""
-    if world._genesis is not None:
-        return world._genesis.seq
-    # A replayed world has no genesis snapshot: its genesis is the leading run of events
-    # written outside any call.
-    for ev in world.events:
-        if type(ev) is not WorldCreated and not (type(ev) is RecordCreated and ev.call_id is None):
-            return ev.seq
-    return world._state.seq
+    if cx.genesis_seq is None:
+        # A replayed world: its genesis is the leading run of events written outside any call.
+        log = cx.book.log
+        cx.genesis_seq = len(log)
+        for ev in log:
+            if type(ev) is not WorldCreated and not (
+                type(ev) is RecordCreated and ev.call_id is None
+            ):
+                cx.genesis_seq = ev.seq
+                break
+    return cx.genesis_seq
 
 
-def state_as_of(world: World, cutoff: datetime) -> State:
+def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
     """The world's records as they were at virtual time `cutoff` (the clock stays now).
 
     Walks the log back, undoing record events later than `cutoff`: a creation is removed, an
     update gets its `old` values back, a deletion brings `old` back. The seeded genesis is
     never undone: seed rows have existed "forever", however young the world is.
     """
-    state = world._state
-    genesis = _genesis_seq(world)
+    state = d.state
+    genesis = _genesis_seq(cx)
     tables = dict(state.tables.items())
     touched = False
-    for ev in _backwards(world.events):
+    for ev in _backwards(cx, d):
         if ev.at <= cutoff or ev.seq < genesis:
             break
         cls = type(ev)
@@ -532,13 +609,15 @@ def state_as_of(world: World, cutoff: datetime) -> State:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_batch(world: World, calls: Sequence[tuple[str, Any]]) -> list[CallResult]:
-    """Run `calls` (tool, args) as concurrent calls, in the order given; results in that
-    order. The caller canonicalizes the order (see `canonical_order`)."""
+def run_batch(
+    cx: Pipeline, d: Draft, plan: FaultPlan, calls: Sequence[tuple[str, Any]]
+) -> list[CallResult]:
+    """Run `calls` (tool, args) as concurrent calls, in the order given (the caller puts
+    them in canonical order, see `canonical_order`); results in that order."""
     results: list[Any] = [None] * len(calls)
     flights: list[tuple[int, Flight]] = []
     for i, (tool, args) in enumerate(calls):
-        admitted = admit(world, tool, args)
+        admitted = admit(cx, d, plan, tool, args)
         if isinstance(admitted, Flight):
             flights.append((i, admitted))
         else:
@@ -552,11 +631,11 @@ def run_batch(world: World, calls: Sequence[tuple[str, Any]]) -> list[CallResult
         stages.append((f.end_at, i, 1, f))
     stages.sort(key=lambda s: (s[0], s[1], s[2]))
     for at, i, stage, f in stages:
-        advance_to(world, at, f.call_id)
+        advance_to(d, at, f.call_id)
         if stage == 0:
-            execute(world, f)
+            execute(cx, d, f)
         else:
-            results[i] = finish(world, f)
+            results[i] = finish(d, f)
     return results
 
 
@@ -580,48 +659,46 @@ def canonical_order(calls: Sequence[tuple[Any, Any]]) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_call(world: World, tool: str, args: Any = None) -> CallResult:
-    """Run one tool call against `world`; never raises for anything the agent sent."""
-    op = world._ops.get(tool)
-    if op is not None and not _may_fault(world._plan, op):
-        return _run_plain(world, op, tool, args)
-    admitted = admit(world, tool, args)
+def _run_one(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> CallResult:
+    """One call, the three stages back to back."""
+    admitted = admit(cx, d, plan, tool, args)
     if isinstance(admitted, CallResult):
         return admitted
     if admitted.exec_at != admitted.started:
-        advance_to(world, admitted.exec_at, admitted.call_id)
-    execute(world, admitted)
+        advance_to(d, admitted.exec_at, admitted.call_id)
+    execute(cx, d, admitted)
     if admitted.end_at != admitted.exec_at:
-        advance_to(world, admitted.end_at, admitted.call_id)
-    return finish(world, admitted)
+        advance_to(d, admitted.end_at, admitted.call_id)
+    return finish(d, admitted)
 
 
-def _run_plain(world: World, op: CompiledOp, tool: str, args: Any) -> CallResult:
-    """`run_call` for a call the fault plan leaves alone, the common case: the three stages
+def _run_plain(cx: Pipeline, d: Draft, op: CompiledOp, tool: str, args: Any) -> CallResult:
+    """`_run_one` for a call the fault plan leaves alone, the common case: the three stages
     back to back, with no decision, no latency and no Flight. Same events, same result."""
-    state = world._state
+    state = d.state
     call_id = f"c{state.calls + 1}"
     if args is None:
         args = {}
     try:
         clean = op.validator.validate(args)
     except InvalidArguments as exc:
-        return _reject(world, call_id, tool, args, exc)
+        return _reject(d, call_id, tool, args, exc)
     jargs = args_json(args)
     k = state.k.get(tool, 0) + 1
     now = state.clock
-    world._emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=jargs, k=k))
-    state, seg = world._state, world._seg
+    d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=jargs, k=k))
+    d.call_id = call_id
+    mark = d.mark()
     value = text = error = None
     try:
-        tx = Transaction(world, call_id)
+        tx = cx.transaction(d)
         value = op.run(tx, clean)  # `clean` is a new dict, the runner's to change
         tx.commit()
         text = _encode(value).decode()
     except ToolCallError as exc:  # the operation's own answer (nothing was committed)
         error = exc
-    except Exception as exc:  # as `execute` does
-        _undo(world, state, seg)
+    except Exception as exc:  # as `execute` does: nothing the call wrote stays
+        d.rollback(mark)
         value = text = None
         error = internal_error(op.name, exc)
-    return _answer(world, op, call_id, jargs, k, now, None, error, value, text)
+    return _answer(d, op, call_id, jargs, k, now, None, error, value, text)

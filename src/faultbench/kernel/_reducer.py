@@ -4,16 +4,22 @@ Pure: it reads nothing but its arguments (time arrives inside events as `at` / `
 neither, and returns a new `State`. Total: every event type has a case; events that only
 record what happened (`CallSucceeded`, `FaultInjected`, ...) advance `seq` and nothing else.
 
+Nothing here can emit: the cases are plain functions of (state, event) that call no code
+outside this module, so a reducer that writes while reducing cannot be expressed (the only
+code that runs while a world changes is a custom handler, and it writes to its call's
+transaction, never to the world: see `_book.py`).
+
 Events must arrive in log order: an event whose `seq` is not the state's next one is refused,
 which is what catches a lost or reordered event long before a hash mismatch would.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-from ._errors import ReentrantApplyError, ReplayError
+import msgspec
+
+from ._errors import ReplayError
 from ._events import (
     CallFailed,
     CallStarted,
@@ -21,31 +27,19 @@ from ._events import (
     ClockAdvanced,
     Event,
     FaultInjected,
+    FaultsChanged,
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
     WorldCreated,
     WorldForked,
 )
-from ._state import State, add_digest, record_digest, sub_digest
-
-
-class _Guard(threading.local):
-    busy = False  # per thread: an `apply` of a case not defined here is running
-
-
-_guard = _Guard()
+from ._state import Settings, State, add_digest, record_digest, sub_digest
 
 
 def apply(state: State, event: Event) -> State:
     """Return the state after `event`. Raises `ReplayError` if the event does not fit the
-    state (wrong `seq`, a record that does not exist...), `ReentrantApplyError` if called from
-    inside another `apply`."""
-    if _guard.busy:
-        raise ReentrantApplyError(
-            f"apply() was called while applying event {event.seq} ({type(event).__name__}): "
-            "reducers may not emit events. Emit follow-up events after apply returns."
-        )
+    state (wrong `seq`, a record that does not exist...)."""
     case = _CASES.get(type(event))
     if case is None:
         raise TypeError(f"Expected a faultbench event. Instead, received: {type(event).__name__}")
@@ -54,28 +48,30 @@ def apply(state: State, event: Event) -> State:
             f"Expected event seq {state.seq}. Instead, received: {type(event).__name__} "
             f"with seq {event.seq}; events must be applied in log order without gaps."
         )
-    if case in _OWN:
-        # The cases below call nothing that could reach `apply`; setting and clearing the
-        # thread-local flag would double the cost of the cheap ones (most events).
-        return case(state, event)
-    _guard.busy = True
-    try:
-        return case(state, event)
-    finally:
-        _guard.busy = False
+    return case(state, event)
 
 
 # --- cases -------------------------------------------------------------------------------------
 
 
 def _world_created(s: State, e: WorldCreated) -> State:
-    return State(
-        tables=s.tables, clock=e.at, seq=1, next_ids=s.next_ids, k=s.k, calls=s.calls, rsum=s.rsum
-    )
+    settings = Settings(run=e.run, faults_on=e.faults)
+    return State(s.tables, e.at, 1, s.next_ids, s.k, s.calls, s.rsum, settings)
+
+
+def _world_forked(s: State, e: WorldForked) -> State:
+    # A fork keeps the rules in force; it may change the run index and the fault switch.
+    settings = msgspec.structs.replace(s.settings, run=e.run, faults_on=e.faults, forked=True)
+    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, settings)
+
+
+def _faults_changed(s: State, e: FaultsChanged) -> State:
+    settings = msgspec.structs.replace(s.settings, rules=e.rules)
+    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, settings)
 
 
 def _bump(s: State, e: Event) -> State:
-    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum)
+    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings)
 
 
 def _missing(e: Event, table: str, rid: str) -> ReplayError:
@@ -106,6 +102,7 @@ def _record_created(s: State, e: RecordCreated) -> State:
         s.k,
         s.calls,
         add_digest(s.rsum, record_digest(e.table, rid, e.fields)),
+        s.settings,
     )
 
 
@@ -126,6 +123,7 @@ def _record_updated(s: State, e: RecordUpdated) -> State:
         s.k,
         s.calls,
         rsum,
+        s.settings,
     )
 
 
@@ -136,22 +134,30 @@ def _record_deleted(s: State, e: RecordDeleted) -> State:
         raise _missing(e, e.table, e.id)
     rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
     return State(
-        s.tables.set(e.table, rows.delete(e.id)), s.clock, s.seq + 1, s.next_ids, s.k, s.calls, rsum
+        s.tables.set(e.table, rows.delete(e.id)),
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        rsum,
+        s.settings,
     )
 
 
 def _clock_advanced(s: State, e: ClockAdvanced) -> State:
-    return State(s.tables, e.to, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum)
+    return State(s.tables, e.to, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings)
 
 
 def _call_started(s: State, e: CallStarted) -> State:
     k = s.k if e.k is None else s.k.set(e.tool, e.k)
-    return State(s.tables, s.clock, s.seq + 1, s.next_ids, k, s.calls + 1, s.rsum)
+    return State(s.tables, s.clock, s.seq + 1, s.next_ids, k, s.calls + 1, s.rsum, s.settings)
 
 
 _CASES: dict[type, Callable[[State, Event], State]] = {
     WorldCreated: _world_created,
-    WorldForked: _bump,
+    WorldForked: _world_forked,
+    FaultsChanged: _faults_changed,
     RecordCreated: _record_created,
     RecordUpdated: _record_updated,
     RecordDeleted: _record_deleted,
@@ -161,6 +167,3 @@ _CASES: dict[type, Callable[[State, Event], State]] = {
     CallSucceeded: _bump,
     CallFailed: _bump,
 }
-
-#: The cases above: pure functions of (state, event) that never call back into `apply`.
-_OWN = frozenset(_CASES.values())

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ._book import Book
 from ._errors import ReplayError
 from ._events import (
     Event,
@@ -24,12 +25,11 @@ from ._events import (
     RecordDeleted,
     RecordUpdated,
     WorldCreated,
-    WorldForked,
     decode_events,
 )
-from ._ops import compile_ops
 from ._reducer import apply
 from ._spec import WorldSpec
+from ._state import State
 from ._world import World
 
 
@@ -146,26 +146,21 @@ def replay(
                 "with the original file, or pass strict=False to replay anyway."
             )
 
-    world = World._blank(spec, first.seed, first.run, first.faults, compile_ops(spec))
     coerce = _Coercer(spec)
-    state = world._state
-    items = world._seg.items
+    items: list[Event] = []
     # The fold allocates one state per event and no reference cycles; pausing the cyclic
     # GC meanwhile saves its repeated full scans of a growing heap (~25% on 100k events).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _fold(world, log, coerce, state, items)
+        state = _fold(State.empty(tuple(spec.records), spec.clock_start), log, coerce, items)
     finally:
         if was_enabled:
             gc.enable()
-    from ._pipeline import make_plan
-
-    world._plan = make_plan(world)
-    return world
+    return World.from_book(spec, first.seed, Book(state, None, items))
 
 
-def _fold(world: World, log: list[Event], coerce: _Coercer, state: Any, items: list) -> None:
+def _fold(state: State, log: list[Event], coerce: _Coercer, items: list[Event]) -> State:
     for i, ev in enumerate(log):
         if ev.seq != i:
             raise ReplayError(
@@ -178,8 +173,4 @@ def _fold(world: World, log: list[Event], coerce: _Coercer, state: Any, items: l
         except ReplayError as exc:
             raise ReplayError(f"event {i} does not apply: {exc}") from None
         items.append(ev)
-        if type(ev) is WorldForked:
-            world._run = ev.run
-            world._faults = ev.faults
-            world._forked = True
-    world._state = state
+    return state

@@ -28,6 +28,9 @@ class CallResult(msgspec.Struct, frozen=True):
     k: int | None = None  # 1-based index among valid calls to this tool; None if rejected early
     started_at: datetime | None = None  # virtual
     finished_at: datetime | None = None  # virtual
+    #: internal errors only (a bug in a handler or in faultbench): the traceback, for the
+    #: test and the server log; shells never send it to the agent
+    traceback: str | None = None
 
     @property
     def latency_s(self) -> float:

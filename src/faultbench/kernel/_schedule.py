@@ -44,8 +44,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._pipeline import canonical_order, run_batch, run_call
-
 if TYPE_CHECKING:
     from ._results import CallResult
     from ._world import World
@@ -179,19 +177,17 @@ def _event(lib: str) -> Any:
 
 def _resolve(world: World, batch: _Batch) -> None:
     calls = batch.calls
-    lone = len(calls) == 1
-    order = [0] if lone else canonical_order([(p.tool, p.args) for p in calls])
     try:
-        if lone:  # a batch of one is a call: the pipeline's shortest way
-            results = [run_call(world, calls[0].tool, calls[0].args)]
+        if len(calls) == 1:  # a batch of one is a call: the pipeline's shortest way
+            results = [world.call(calls[0].tool, calls[0].args)]
         else:
-            results = run_batch(world, [(calls[i].tool, calls[i].args) for i in order])
+            results = world.call_together([(p.tool, p.args) for p in calls])
     except BaseException as exc:  # a bug, not an agent error: every caller must hear of it
         for p in calls:
             p.error = exc
     else:
-        for i, result in zip(order, results):
-            calls[i].result = result
+        for p, result in zip(calls, results):
+            p.result = result
     batch.done.set()
 
 
@@ -199,10 +195,10 @@ async def join(world: World, tool: str, args: Any = None) -> CallResult:
     """`World.acall`: run the call together with every call in flight with it."""
     lib = _library()
     if lib == "none":  # driven by hand (coro.send): no loop to share with anyone
-        return run_call(world, tool, args)
+        return world.call(tool, args)
     batch: _Batch | None = world.__dict__.get("_batch")
     if batch is None and (_trio_alone() if lib == "trio" else _asyncio_alone()):
-        return run_call(world, tool, args)
+        return world.call(tool, args)
     mine = _Pending(tool, args)
     if batch is not None:
         batch.calls.append(mine)

@@ -16,8 +16,8 @@ which records were written. `state_hash()` then folds in the small scalar parts.
 The hash covers: every record (table, id, field values), the id counters, the virtual clock,
 the per-tool counts of valid calls and the call counter. So two worlds with the same hash
 answer the same fault-free calls the same way (same records, same new ids and call ids, same
-times). It leaves out what is not state: the log itself, the seed, the run index and the
-fault settings. Some fault decisions also read the log's recent past (rate-limit windows
+times). It leaves out the log itself, the seed and the `settings` (run index, fault switch,
+run-time fault rules), so a fork with another run index hashes like its parent. Some fault decisions also read the log's recent past (rate-limit windows
 count earlier calls, stale reads answer from an older state), so under faults two worlds with
 equal hashes but different histories may answer differently; compare logs (`diff_events`)
 for that.
@@ -44,6 +44,26 @@ def record_digest(table: str, rid: str, fields: dict[str, Any]) -> int:
     return int.from_bytes(blake2b(_canon((table, rid, fields)), digest_size=32).digest(), "big")
 
 
+class Settings(msgspec.Struct, frozen=True, gc=False):
+    """What a world runs under, as its log says: set by `WorldCreated`, `WorldForked` and
+    `FaultsChanged`, so a replay, a fork or a restored snapshot runs under exactly the same.
+    One object shared by every state until one of those events replaces it, so code that
+    derives something from it (the fault plan) can cache by identity."""
+
+    #: run index: selects the fault decisions
+    run: int = 0
+    #: whether the fault plan may inject anything (`faults=False` turns it off for good)
+    faults_on: bool = True
+    #: fault rules set at run time, as a `faults:` block (plain JSON objects); None: the
+    #: world file's own
+    rules: Any = None
+    #: whether this world began as a fork (its log holds a `WorldForked`)
+    forked: bool = False
+
+
+_SETTINGS = Settings()
+
+
 class State(msgspec.Struct, frozen=True, gc=False):
     """One world's state. Build it only with `State.empty` and `apply`."""
 
@@ -62,6 +82,8 @@ class State(msgspec.Struct, frozen=True, gc=False):
     calls: int = 0
     #: sum of record digests mod 2**256 (see module docstring)
     rsum: int = 0
+    #: run index, fault switch and run-time fault rules (see `Settings`)
+    settings: Settings = _SETTINGS
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
@@ -82,10 +104,6 @@ class State(msgspec.Struct, frozen=True, gc=False):
             self.calls,
         )
         return blake2b(_canon(scalar), digest_size=32).hexdigest()
-
-    def table_view(self) -> immutables.Map:
-        """`Mapping[table, Mapping[id, Mapping[field, value]]]`, as diffs read it."""
-        return self.tables
 
 
 def add_digest(rsum: int, digest: int) -> int:

@@ -205,7 +205,7 @@ class Table:
     # --- reads -------------------------------------------------------------------------------
 
     def _rows(self) -> Any:
-        return self._store._state.tables[self.name]
+        return self._store.state.tables[self.name]
 
     def _sorted_ids(self) -> list[str]:
         rows = self._rows()
@@ -263,7 +263,7 @@ class Table:
         """Create a record. `id` is optional: automatic ids are "1", "2", ... after the largest
         numeric id the table has seen. Returns the new record."""
         store = self._store
-        state = store._state
+        state = store.state
         rows = state.tables[self.name]
         if "id" in fields:
             rid = fields["id"]
@@ -315,7 +315,7 @@ class Table:
         if not changes:
             return Record(self.name, old)
         self._write(RecordUpdated, rid, changes=changes, old=before)
-        return Record(self.name, self._store._state.tables[self.name][rid])
+        return Record(self.name, self._store.state.tables[self.name][rid])
 
     def delete(self, id: str | int) -> Record:
         """Remove a record; returns it as it was."""
@@ -325,7 +325,7 @@ class Table:
         return Record(self.name, old)
 
     def _existing(self, rid: str) -> dict[str, Any]:
-        old = self._store._state.tables[self.name].get(rid)
+        old = self._store.state.tables[self.name].get(rid)
         if old is None:
             raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
         return old
@@ -333,14 +333,14 @@ class Table:
     def _write(self, event: type, rid: str, **fields: Any) -> None:
         """Log one record event for this table, at the store's current seq and time."""
         store = self._store
-        state = store._state
-        store._emit(
+        state = store.state
+        store.emit(
             event(
                 seq=state.seq,
                 at=state.clock,
                 table=self.name,
                 id=rid,
-                call_id=store._call_id,
+                call_id=store.call_id,
                 **fields,
             )
         )

@@ -1,33 +1,42 @@
 """`World`: a world file brought to life. State, log, clock, tables, calls, snapshots, forks.
 
-A world is two references: `_state` (an immutable `State`) and `_seg` (the log segment it
-appends to). Every change goes through `_emit(event)`: apply, then append. Snapshots, forks and
-restores only move references (see `_log.py`), so they cost the same for 10 records or 10^6.
+A world's state and log belong to its `Book` (see `_book.py`), the one object that assigns
+them; calls are decided by its `Pipeline` (`_pipeline.py`) and committed to the book in one
+step. Snapshots, forks and restores only move references (see `_log.py`), so they cost the
+same for 10 records or 10^6.
 
 Event 0 is always `WorldCreated`; the seed rows follow as `RecordCreated` events without a
-call id, so a log plus the world file it names replays on its own.
+call id, so a log plus the world file it names replays on its own. What a world runs under
+(run index, fault switch, the fault rules in force) is in the log too (`WorldForked`,
+`FaultsChanged`), so `replay` rebuilds a world that answers its next call exactly as the
+live one would.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _pipeline as _call
+import msgspec
+
+from ._book import Book, Draft
 from ._clock import VirtualClock
 from ._errors import FaultsDisabled, UnknownTool
-from ._events import Event, WorldCreated, WorldForked
-from ._log import EventLog, Segment
+from ._events import FaultsChanged, WorldCreated, WorldForked
+from ._log import EventLog
 from ._ops import CompiledOp, compile_ops, tables_to_dict
-from ._reducer import apply
+from ._pipeline import Pipeline, parse_rules
 from ._results import CallResult, Tool
 from ._spec import WORLD_ATTRIBUTES, WorldSpec
-from ._state import State
+from ._state import Settings, State
 from ._tables import Table, did_you_mean
 
 if TYPE_CHECKING:
     from datetime import datetime
+
+    from ._diff import StateDiff
+    from ._trace import Trace
 
 
 class Snapshot:
@@ -43,6 +52,15 @@ class Snapshot:
 
     def __repr__(self) -> str:
         return f"<Snapshot {self._spec.name} at event {self.seq} ({self.at.isoformat()})>"
+
+    @property
+    def spec(self) -> WorldSpec:
+        return self._spec
+
+    @property
+    def state(self) -> State:
+        """The immutable state at the snapshot."""
+        return self._state
 
     @property
     def seq(self) -> int:
@@ -71,10 +89,29 @@ class World:
     # --- construction ------------------------------------------------------------------------
 
     def __init__(self, spec: WorldSpec, seed: int | None = None, run: int = 0, faults: bool = True):
-        self._setup(spec, spec.seed if seed is None else int(seed), run, faults, compile_ops(spec))
-        self._state, self._seg = _seeded(spec, self._seed, run, faults)
-        self._genesis: Snapshot | None = self.snapshot()
-        self._plan = _call.make_plan(self)
+        seed = spec.seed if seed is None else int(seed)
+        book = _seeded(spec, seed, int(run), bool(faults))
+        self._init(spec, seed, compile_ops(spec), book, Snapshot(spec, book.state, book.log))
+
+    def _init(
+        self,
+        spec: WorldSpec,
+        seed: int,
+        ops: dict[str, CompiledOp],
+        book: Book,
+        genesis: Snapshot | None,
+    ) -> None:
+        self._spec = spec
+        self._seed = seed
+        self._ops = ops
+        self._book = book
+        #: the seeded state, for `reset` and stale reads (None: a replayed world, which finds
+        #: its genesis in its log when it needs it)
+        self._genesis = genesis
+        self._pipeline = Pipeline(spec, ops, seed, book, None if genesis is None else genesis.seq)
+        self._tables: dict[str, Table] = {}
+        self._clock = VirtualClock(book)
+        self._trace: Trace | None = None
 
     @classmethod
     def from_spec(
@@ -83,54 +120,20 @@ class World:
         """A fresh world from a parsed spec: event 0 `WorldCreated`, then the seed rows."""
         return cls(spec, seed=seed, run=run, faults=faults)
 
-    def _setup(
-        self, spec: WorldSpec, seed: int, run: int, faults: bool, ops: dict[str, CompiledOp]
-    ) -> None:
-        self._spec = spec
-        self._seed = seed
-        self._run = int(run)
-        self._faults = bool(faults)
-        self._ops = ops
-        self._call_id: str | None = None  # writes outside calls carry no call id
-        self._handler: str | None = None  # the custom handler running now, if any (_ops.py)
-        self._tables: dict[str, Table] = {}
-        self._clock = VirtualClock(self)
-        self._forked = False
-        self._genesis = None
-        self._trace: Any = None
-
     @classmethod
-    def _blank(
-        cls, spec: WorldSpec, seed: int, run: int, faults: bool, ops: dict[str, CompiledOp]
+    def from_book(
+        cls,
+        spec: WorldSpec,
+        seed: int,
+        book: Book,
+        *,
+        ops: dict[str, CompiledOp] | None = None,
+        genesis: Snapshot | None = None,
     ) -> World:
-        """A world with no events at all (for replay and forks); the caller fills it."""
+        """A world over an existing state and log (replay builds worlds this way)."""
         world = cls.__new__(cls)
-        world._setup(spec, seed, run, faults, ops)
-        world._state = State.empty(tuple(spec.records), spec.clock_start)
-        world._seg = Segment(None)
+        world._init(spec, seed, compile_ops(spec) if ops is None else ops, book, genesis)
         return world
-
-    # --- the only ways state changes ---------------------------------------------------------
-
-    def _emit(self, event: Event) -> None:
-        if self._handler is not None:
-            raise self._busy(f"to write to the world ({type(event).__name__})")
-        self._state = apply(self._state, event)
-        self._seg.items.append(event)
-
-    def _busy(self, what: str) -> RuntimeError:
-        # A handler that reached the world itself (e.g. through a global) would write around
-        # its call's transaction, which then could not commit.
-        return RuntimeError(
-            f"handler {self._handler} tried {what} while its call is running. A handler reads "
-            "and writes through the `world` argument it receives (its call's transaction), "
-            "and cannot call tools."
-        )
-
-    def _adopt(self, state: State, events: list[Event]) -> None:
-        """Take over a transaction's result: its final state and the events that built it."""
-        self._state = state
-        self._seg.items.extend(events)
 
     # --- identity ----------------------------------------------------------------------------
 
@@ -149,16 +152,17 @@ class World:
     @property
     def run(self) -> int:
         """Run index: selects the fault decisions (seed data depends on the seed only)."""
-        return self._run
+        return self._book.state.settings.run
 
     @property
     def faults_enabled(self) -> bool:
-        return self._faults
+        return self._book.state.settings.faults_on
 
     def __repr__(self) -> str:
+        state = self._book.state
         return (
-            f"<World {self.name} seed={self._seed} run={self._run}: "
-            f"{self._state.seq} events, clock {self._state.clock.isoformat()}>"
+            f"<World {self.name} seed={self._seed} run={self.run}: "
+            f"{state.seq} events, clock {state.clock.isoformat()}>"
         )
 
     # --- tables ------------------------------------------------------------------------------
@@ -176,7 +180,7 @@ class World:
                     f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
                     + did_you_mean(name, names)
                 )
-            t = self._tables.get(rname) or Table(self, rspec)
+            t = self._tables.get(rname) or Table(self._book, rspec)
             self._tables[rname] = self._tables[name] = t
         return t
 
@@ -204,7 +208,7 @@ class World:
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         """Every table as a list of record dicts, in id order."""
-        return tables_to_dict(self._state, self._spec.records)
+        return tables_to_dict(self._book.state, self._spec.records)
 
     # --- tools and calls ---------------------------------------------------------------------
 
@@ -223,12 +227,24 @@ class World:
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
         """Call a tool as an agent would. Never raises for bad input: the result says."""
-        if self._handler is not None:
-            raise self._busy(f"world.call({tool!r})")
-        return _call.run_call(self, tool, args)
+        if self._book.busy is not None:
+            raise self._book.busy_error(f"world.call({tool!r})")
+        return self._pipeline.call(tool, args)
+
+    def call_together(
+        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]]
+    ) -> list[CallResult]:
+        """Make `calls` ((tool, args) pairs) at the same moment, as concurrent agents would:
+        they all start at the current virtual time and complete in order of virtual
+        completion. The log is the same whatever order `calls` come in (they are put in a
+        canonical order first); results come back in the order given."""
+        if self._book.busy is not None:
+            raise self._book.busy_error("world.call_together()")
+        return self._pipeline.call_together(list(calls))
 
     async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
-        """`call` from async code (trio or asyncio)."""
+        """`call` from async code (trio or asyncio): calls made concurrently form one batch,
+        as `call_together` runs it (see docs/FAULTS.md, "Concurrent calls")."""
         from ._schedule import join
 
         return await join(self, tool, args)
@@ -236,39 +252,46 @@ class World:
     def set_faults(self, rules: Any) -> None:
         """Replace the fault rules at run time: a `faults:` block as YAML text or plain
         objects (validated like the world file's; raises WorldFileError), or a mapping of
-        key -> FaultRule. Call numbering (`k`) carries on. See docs/FAULTS.md.
+        key -> FaultRule. Call numbering (`k`) carries on. The change is an event
+        (`FaultsChanged`), so a replay of the log runs under the same rules. See
+        docs/FAULTS.md.
 
         A world created with `faults=False` never injects a fault, so rules given to it
         would silently do nothing: that raises `FaultsDisabled` (an empty rule set is fine).
         """
-        plan = _call.make_plan(self, rules=rules)
-        if not self._faults and plan.rules:
+        parsed = parse_rules(self._spec, rules)
+        if not self.faults_enabled and parsed:
             raise FaultsDisabled(
                 f"faults are disabled for the world {self.name!r} (faults=False), so rules "
-                f"for {', '.join(plan.rules)} would never apply. Create it with faults=True "
+                f"for {', '.join(parsed)} would never apply. Create it with faults=True "
                 "(and set_faults({}) to start without rules), or set them on "
                 "world.fork(faults=True)."
             )
-        self._plan = plan
+        from ._loader import render_faults
+
+        block = _plain(render_faults(parsed))
+        state = self._book.state
+        self._book.emit(FaultsChanged(seq=state.seq, at=state.clock, rules=block))
+        self._pipeline.use_plan(self._book.state.settings, parsed)
 
     @property
     def fault_rules(self) -> dict[str, Any]:
         """The fault rules in force, as written: key -> FaultRule."""
-        return dict(self._plan.rules)
+        return dict(self._pipeline.plan().rules)
 
     # --- the log -----------------------------------------------------------------------------
 
     @property
     def events(self) -> EventLog:
         """Every event so far, as a read-only sequence (a fixed-length view)."""
-        return EventLog(self._seg, self._state.seq)
+        return self._book.log
 
-    def events_since(self, seq: int) -> list[Event]:
+    def events_since(self, seq: int) -> list[Any]:
         """Events with `seq >= seq`."""
         return self.events[max(seq, 0) :]
 
     @property
-    def trace(self) -> Any:
+    def trace(self) -> Trace:
         """The calls of this world, rebuilt from its log (`count`, `calls_to`, `faults`...)."""
         from ._trace import Trace
 
@@ -278,84 +301,113 @@ class World:
 
     def state_hash(self) -> str:
         """Hex digest of records, id counters, clock and call counts (see `_state.py`)."""
-        return self._state.state_hash()
+        return self._book.state.state_hash()
 
     # --- snapshots, forks, diffs -------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self._spec, self._state, EventLog(self._seg, self._state.seq))
+        return Snapshot(self._spec, self._book.state, self._book.log)
 
     def restore(self, snap: Snapshot) -> None:
-        """Go back (or forward) to `snap`: state and log both, so replay still agrees."""
+        """Go back (or forward) to `snap`: records, clock and log, so replay still agrees.
+        The fault rules in force stay in force (logged again if the snapshot had others)."""
         self._check_snapshot(snap)
-        if self._handler is not None:
-            raise self._busy("world.restore()")
-        self._state = snap._state
-        self._seg = Segment(snap._log)
+        before = self._book.state.settings
+        self._book.rewind(snap.state, snap.events)
+        self._carry_over(before, fork_of=None)
 
     def _check_snapshot(self, snap: Any) -> None:
         if not isinstance(snap, Snapshot):
             raise TypeError(
                 f"Expected a Snapshot (from world.snapshot()). Instead, received: {snap!r}"
             )
-        if snap._spec is not self._spec and snap._spec.digest != self._spec.digest:
+        if snap.spec is not self._spec and snap.spec.digest != self._spec.digest:
             raise ValueError(
                 f"Expected a snapshot of world {self.name!r}. Instead, received one of "
-                f"{snap._spec.name!r} (a different world file)."
+                f"{snap.spec.name!r} (a different world file)."
             )
+
+    def _carry_over(self, before: Settings, fork_of: int | None) -> None:
+        """After the book moved to another state: log what must stay as it was `before`
+        (a fork's `WorldForked` when `fork_of` is the parent's last seq, the fault rules)."""
+        book = self._book
+        d = Draft(book.state)
+        if fork_of is not None:
+            s = d.state
+            d.emit(
+                WorldForked(
+                    seq=s.seq,
+                    at=s.clock,
+                    parent_seq=fork_of,
+                    run=before.run,
+                    faults=before.faults_on,
+                )
+            )
+        if d.state.settings.rules != before.rules:
+            s = d.state
+            d.emit(FaultsChanged(seq=s.seq, at=s.clock, rules=before.rules))
+        book.commit(d)
 
     def fork(
         self, snap: Snapshot | None = None, run: int | None = None, faults: bool | None = None
     ) -> World:
         """A new, independent world starting from `snap` (default: now). O(1): it shares the
-        parent's log prefix and state. Its first own event is `WorldForked`."""
+        parent's log prefix and state. Its first own event is `WorldForked`; the fault rules
+        in force in this world now are in force there too."""
         if snap is None:
             snap = self.snapshot()
         else:
             self._check_snapshot(snap)
-        child = World.__new__(World)
-        child._setup(
+        now = self._book.state.settings
+        child = World.from_book(
             self._spec,
             self._seed,
-            self._run if run is None else run,
-            self._faults if faults is None else faults,
-            self._ops,
+            Book(snap.state, snap.events),
+            ops=self._ops,
+            genesis=self._genesis,
         )
-        child._forked = True
-        child._genesis = self._genesis
-        child._state = snap._state
-        child._seg = Segment(snap._log)
-        child._plan = _call.make_plan(child, parent=self._plan)
-        child._mark_fork(snap._state.seq - 1)
+        wanted = msgspec.structs.replace(
+            now,
+            run=now.run if run is None else int(run),
+            faults_on=now.faults_on if faults is None else bool(faults),
+        )
+        child._carry_over(wanted, fork_of=snap.seq - 1)
+        if child._book.state.settings.rules is now.rules:  # same rules: no need to parse them again
+            child._pipeline.use_plan(child._book.state.settings, self._pipeline.plan().rules)
         return child
 
-    def _mark_fork(self, parent_seq: int) -> None:
-        s = self._state
-        self._emit(
-            WorldForked(
-                seq=s.seq, at=s.clock, parent_seq=parent_seq, run=self._run, faults=self._faults
-            )
-        )
-
     def reset(self) -> None:
-        """Back to the seeded state (a fork stays a fork: it logs `WorldForked` again)."""
-        if self._genesis is None:
-            state, seg = _seeded(self._spec, self._seed, self._run, self._faults)
-            self._genesis = Snapshot(self._spec, state, EventLog(seg, state.seq))
-        self.restore(self._genesis)
-        if self._forked:
-            self._mark_fork(self._genesis.seq - 1)
+        """Back to the seeded state (a fork stays a fork: it logs `WorldForked` again). The
+        fault rules in force stay in force."""
+        genesis = self._genesis
+        if genesis is None:  # a replayed world: seed it again, as its first event says
+            first = self.events[0]
+            assert isinstance(first, WorldCreated)
+            book = _seeded(self._spec, self._seed, first.run, first.faults)
+            genesis = self._genesis = Snapshot(self._spec, book.state, book.log)
+            self._pipeline.genesis_seq = genesis.seq
+        before = self._book.state.settings
+        self._book.rewind(genesis.state, genesis.events)
+        self._carry_over(before, fork_of=genesis.seq - 1 if before.forked else None)
 
-    def diff(self, other: World | Snapshot) -> Any:
+    def diff(self, other: World | Snapshot) -> StateDiff:
         """What changed from `other` to this world: added / removed / changed records."""
         from ._diff import diff_tables
 
-        if isinstance(other, World | Snapshot):
-            return diff_tables(other._state.tables, self._state.tables)
+        if isinstance(other, World):
+            other = other.snapshot()
+        if isinstance(other, Snapshot):
+            return diff_tables(other.state.tables, self._book.state.tables)
         raise TypeError(f"Expected a World or a Snapshot. Instead, received: {other!r}")
 
 
 # --- seeding -------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """`value` as the JSON types a log holds (int keys become strings, tuples lists), so a
+    live world and its replay hold equal settings."""
+    return msgspec.json.decode(msgspec.json.encode(value))
 
 
 def _seed_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]:
@@ -364,10 +416,10 @@ def _seed_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]:
     return generate_rows(spec, seed)
 
 
-def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> tuple[State, Segment]:
+def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> Book:
     """The genesis of a world: `WorldCreated`, then one `RecordCreated` per seed row."""
-    world = World._blank(spec, seed, run, faults, {})
-    world._emit(
+    book = Book(State.empty(tuple(spec.records), spec.clock_start))
+    book.emit(
         WorldCreated(
             seq=0,
             at=spec.clock_start,
@@ -380,10 +432,10 @@ def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> tuple[State, 
         )
     )
     for rname, rows in _seed_rows(spec, seed).items():
-        table = world.table(rname)
+        table = Table(book, spec.records[rname])
         for row in rows:
             table.insert(**row)
-    return world._state, world._seg
+    return book
 
 
 def load_world(

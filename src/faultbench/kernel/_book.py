@@ -1,0 +1,136 @@
+"""Who owns a world's state: a `Book`, and nobody else.
+
+A world is two references, its current `State` and the log segment it appends to. Only a
+`Book` assigns them, in exactly three ways:
+
+    emit(event)      one event, applied and appended (table writes and clock moves made
+                     directly by a test, outside any call)
+    commit(draft)    the events a `Draft` decided on top of the current state (a call, a
+                     batch of calls, a fork's first events): all of them, or none
+    rewind(state, log)  back (or forward) to a snapshot: state and log together
+
+Everything else decides: the call pipeline computes a call's events in a `Draft` (a base
+state, the events so far and the state they lead to; `apply` is pure, so deciding is free of
+side effects) and hands the draft over. A custom handler writes to its call's transaction, a
+`Draft` too; while it runs, the book refuses direct writes and calls (`hold`), because a
+handler that reached the world itself (through a global) would write around its call.
+
+Tables and the clock work on any *store*: an object with `state`, `emit(event)` and
+`call_id`, which a `Book`, a `Draft` and a handler's transaction all are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ._events import Event
+from ._log import EventLog, Segment
+from ._reducer import apply
+from ._state import State
+
+
+class Draft:
+    """Events decided on top of `base`, not yet in any log. `state` is where they lead."""
+
+    __slots__ = ("base", "call_id", "pending", "state")
+
+    def __init__(self, base: State, call_id: str | None = None):
+        self.base = base
+        self.state = base
+        self.pending: list[Event] = []
+        self.call_id = call_id
+
+    def emit(self, event: Event) -> None:
+        self.state = apply(self.state, event)
+        self.pending.append(event)
+
+    def take(self, other: Draft) -> None:
+        """Add the events of `other`, a draft begun on this one's current state."""
+        if other.base is not self.state:
+            raise RuntimeError(
+                f"a draft begun at event {other.base.seq} cannot be added at event "
+                f"{self.state.seq}: something else wrote in between"
+            )
+        self.state = other.state
+        self.pending.extend(other.pending)
+
+    def mark(self) -> tuple[State, int]:
+        """Where the draft is now, for `rollback`."""
+        return self.state, len(self.pending)
+
+    def rollback(self, mark: tuple[State, int]) -> None:
+        """Drop every event decided since `mark` (a call that broke leaves nothing)."""
+        self.state, n = mark
+        del self.pending[n:]
+
+
+class Book:
+    """The state and the log of one world; the only object that assigns either."""
+
+    __slots__ = ("_busy", "_seg", "_state", "call_id")
+
+    def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
+        self._state = state
+        self._seg = Segment(log, items)
+        self._busy: str | None = None
+        self.call_id: str | None = None  # writes through the book itself belong to no call
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def log(self) -> EventLog:
+        """The log as it is now: a view that never changes, whatever the book does next."""
+        return EventLog(self._seg, self._state.seq)
+
+    # --- the three ways state changes ----------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if self._busy is not None:
+            raise self.busy_error(f"to write to the world ({type(event).__name__})")
+        self._state = apply(self._state, event)
+        self._seg.items.append(event)
+
+    def commit(self, draft: Draft) -> None:
+        """Take over `draft`, decided on this book's current state: its events join the log."""
+        if draft.base is not self._state:
+            raise RuntimeError(
+                f"a draft begun at event {draft.base.seq} cannot be committed: the world is "
+                f"at event {self._state.seq} (calls are atomic; something wrote in between)"
+            )
+        if draft.pending:
+            self._state = draft.state
+            self._seg.items.extend(draft.pending)
+
+    def rewind(self, state: State, log: EventLog) -> None:
+        """State and log become `state` and `log` (a snapshot's). Anyone holding a view of
+        the events after it keeps them: the book starts a new segment on `log`."""
+        if self._busy is not None:
+            raise self.busy_error("world.restore()")
+        self._state = state
+        self._seg = Segment(log)
+
+    # --- handlers ------------------------------------------------------------------------------
+
+    @contextmanager
+    def hold(self, who: str) -> Iterator[None]:
+        """While `who` (a custom handler) runs, refuse direct writes, calls and restores."""
+        outer, self._busy = self._busy, who
+        try:
+            yield
+        finally:
+            self._busy = outer
+
+    @property
+    def busy(self) -> str | None:
+        """The handler running now, if any."""
+        return self._busy
+
+    def busy_error(self, what: str) -> RuntimeError:
+        return RuntimeError(
+            f"handler {self._busy} tried {what} while its call is running. A handler reads "
+            "and writes through the `world` argument it receives (its call's transaction), "
+            "and cannot call tools."
+        )
