@@ -72,7 +72,7 @@ class Book:
 
     def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
         self._state = state
-        self._seg = Segment(log, items)
+        self._seg = Segment(None, 0, items) if log is None else log.branch(items)
         self._busy: str | None = None
         self.call_id: str | None = None  # writes through the book itself belong to no call
 
@@ -110,7 +110,7 @@ class Book:
         if self._busy is not None:
             raise self.busy_error("world.restore()")
         self._state = state
-        self._seg = Segment(log)
+        self._seg = log.branch()
 
     # --- handlers ------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The event log as a persistent sequence: forks share their parent's prefix, restores are O(1).
 
-A log is a chain of append-only segments. Each segment starts where its base (an `EventLog`
-view of another segment, capped at a length) ends. An `EventLog` is an immutable view: a
+A log is a chain of append-only segments. Each segment continues the first `start` events of
+its base segment (the events of the base chain after those belong to someone else's future). An `EventLog` is an immutable view: a
 segment plus a length. Because segments are only ever appended to, and only by the one world
 that writes them, a view never changes once taken, so
 
@@ -21,17 +21,13 @@ from ._events import Event
 
 
 class Segment:
+    """Events appended after the first `start` events of `base` (None: from the beginning)."""
+
     __slots__ = ("base", "items", "start")
 
-    def __init__(self, base: EventLog | None, items: list[Event] | None = None):
-        # A view that adds nothing to its own segment can be skipped: this keeps chains
-        # short however often a world restores the same snapshot.
-        while base is not None and base._n == base._seg.start and base._seg.base is not None:
-            base = base._seg.base
-        if base is not None and base._n == 0:
-            base = None
+    def __init__(self, base: Segment | None, start: int, items: list[Event] | None = None):
         self.base = base
-        self.start = 0 if base is None else base._n
+        self.start = start
         self.items: list[Event] = [] if items is None else items
 
 
@@ -46,6 +42,19 @@ class EventLog(Sequence[Event]):
 
     def __len__(self) -> int:
         return self._n
+
+    def branch(self, items: list[Event] | None = None) -> Segment:
+        """A new segment continuing this view: the log of a fork, or of a world restored to
+        it. Anyone holding a view of events after it keeps them."""
+        seg: Segment | None = self._seg
+        n = self._n
+        # A view that adds nothing to its own segment can be skipped: this keeps chains
+        # short however often a world restores the same snapshot.
+        while seg is not None and n == seg.start and seg.base is not None:
+            seg = seg.base
+        if n == 0:
+            seg = None
+        return Segment(seg, n, items)
 
     @overload
     def __getitem__(self, i: int) -> Event: ...
@@ -64,7 +73,7 @@ class EventLog(Sequence[Event]):
             raise IndexError(f"event index {i} out of range for a log of {n} events")
         seg = self._seg
         while i < seg.start:
-            seg = seg.base._seg  # type: ignore[union-attr]
+            seg = seg.base  # type: ignore[assignment]  # i >= 0, and the first segment starts at 0
         return seg.items[i - seg.start]
 
     def parts(self) -> list[tuple[list[Event], int, int]]:
@@ -75,8 +84,8 @@ class EventLog(Sequence[Event]):
             parts.append((seg.items, 0, hi - seg.start))
             if seg.base is None:
                 break
-            hi = seg.base._n
-            seg = seg.base._seg
+            hi = seg.start
+            seg = seg.base
         parts.reverse()
         return parts
 

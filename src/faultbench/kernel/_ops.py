@@ -203,18 +203,18 @@ class CompiledOp:
         return _record_json(data)
 
     def _run_list(self, tx: Transaction, args: dict[str, Any]) -> Any:
-        return _record_json([r._data for r in tx.table(self.record).where(**args)])  # type: ignore[arg-type]
+        return _record_json(tx.table(self.record).rows(**args))
 
     def _run_create(self, tx: Transaction, args: dict[str, Any]) -> Any:
         try:
-            return _record_json(tx.table(self.record).insert(**args)._data)  # type: ignore[arg-type]
+            return _record_json(tx.table(self.record).insert(**args).to_dict())
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
 
     def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
         rid = args.pop("id")
         try:
-            return _record_json(tx.table(self.record).update(rid, **args)._data)  # type: ignore[arg-type]
+            return _record_json(tx.table(self.record).update(rid, **args).to_dict())
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
         except RecordNotFound as exc:
@@ -222,7 +222,7 @@ class CompiledOp:
 
     def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
         try:
-            return _record_json(tx.table(self.record).delete(args["id"])._data)  # type: ignore[arg-type]
+            return _record_json(tx.table(self.record).delete(args["id"]).to_dict())
         except RecordNotFound as exc:
             raise self._not_found(exc) from None
 
@@ -270,9 +270,9 @@ def _crashed(where: str, exc: Exception) -> HandlerCrashed:
 
 def _enc_hook(obj: Any) -> Any:
     if isinstance(obj, Record):
-        return obj._data
+        return obj.to_dict()
     if isinstance(obj, Table):
-        return [r._data for r in obj.all()]
+        return obj.rows()
     raise TypeError(f"a value of type {type(obj).__name__!r} cannot be sent as JSON")
 
 

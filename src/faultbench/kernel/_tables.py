@@ -239,17 +239,25 @@ class Table:
 
     def where(self, **eq: Any) -> list[Record]:
         """Records whose fields equal all the given values, in id order."""
+        name = self.name
+        return [Record(name, data) for data in self.rows(**eq)]
+
+    def rows(self, **eq: Any) -> list[Mapping[str, Any]]:
+        """`where(**eq)` as the stored field mappings, without `Record` wrappers: for bulk
+        reads. They are the world's own values: read them, never change them."""
         for key in eq:
             if key not in self._fields:
                 raise _unknown_field(self._spec, key)
         rows = self._rows()
-        name = self.name
+        ids = self._sorted_ids()
+        if not eq:
+            return [rows[rid] for rid in ids]
         items = tuple(eq.items())
         out = []
-        for rid in self._sorted_ids():
+        for rid in ids:
             data = rows[rid]
             if all(data[k] == v for k, v in items):
-                out.append(Record(name, data))
+                out.append(data)
         return out
 
     def pick(self, **eq: Any) -> Record | None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ._diff import StateDiff
+    from ._spec import FaultRule
     from ._trace import Trace
 
 
@@ -129,10 +130,16 @@ class World:
         *,
         ops: dict[str, CompiledOp] | None = None,
         genesis: Snapshot | None = None,
+        rules: Mapping[str, FaultRule] | None = None,
     ) -> World:
-        """A world over an existing state and log (replay builds worlds this way)."""
+        """A world over an existing state and log (replay and forks build worlds this way).
+        `rules`: the parsed fault rules of the book's settings, if known (spares parsing)."""
         world = cls.__new__(cls)
-        world._init(spec, seed, compile_ops(spec) if ops is None else ops, book, genesis)
+        # A World setting up a World: its own class's private members.
+        ops = compile_ops(spec) if ops is None else ops
+        world._init(spec, seed, ops, book, genesis)  # noqa: SLF001
+        if rules is not None:
+            world._pipeline.use_plan(book.state.settings, rules)  # noqa: SLF001
         return world
 
     # --- identity ----------------------------------------------------------------------------
@@ -314,7 +321,7 @@ class World:
         self._check_snapshot(snap)
         before = self._book.state.settings
         self._book.rewind(snap.state, snap.events)
-        self._carry_over(before, fork_of=None)
+        _carry_over(self._book, before, fork_of=None)
 
     def _check_snapshot(self, snap: Any) -> None:
         if not isinstance(snap, Snapshot):
@@ -327,27 +334,6 @@ class World:
                 f"{snap.spec.name!r} (a different world file)."
             )
 
-    def _carry_over(self, before: Settings, fork_of: int | None) -> None:
-        """After the book moved to another state: log what must stay as it was `before`
-        (a fork's `WorldForked` when `fork_of` is the parent's last seq, the fault rules)."""
-        book = self._book
-        d = Draft(book.state)
-        if fork_of is not None:
-            s = d.state
-            d.emit(
-                WorldForked(
-                    seq=s.seq,
-                    at=s.clock,
-                    parent_seq=fork_of,
-                    run=before.run,
-                    faults=before.faults_on,
-                )
-            )
-        if d.state.settings.rules != before.rules:
-            s = d.state
-            d.emit(FaultsChanged(seq=s.seq, at=s.clock, rules=before.rules))
-        book.commit(d)
-
     def fork(
         self, snap: Snapshot | None = None, run: int | None = None, faults: bool | None = None
     ) -> World:
@@ -359,22 +345,22 @@ class World:
         else:
             self._check_snapshot(snap)
         now = self._book.state.settings
-        child = World.from_book(
-            self._spec,
-            self._seed,
-            Book(snap.state, snap.events),
-            ops=self._ops,
-            genesis=self._genesis,
-        )
+        book = Book(snap.state, snap.events)
         wanted = msgspec.structs.replace(
             now,
             run=now.run if run is None else int(run),
             faults_on=now.faults_on if faults is None else bool(faults),
         )
-        child._carry_over(wanted, fork_of=snap.seq - 1)
-        if child._book.state.settings.rules is now.rules:  # same rules: no need to parse them again
-            child._pipeline.use_plan(child._book.state.settings, self._pipeline.plan().rules)
-        return child
+        _carry_over(book, wanted, fork_of=snap.seq - 1)
+        same = book.state.settings.rules is now.rules  # then no need to parse them again
+        return World.from_book(
+            self._spec,
+            self._seed,
+            book,
+            ops=self._ops,
+            genesis=self._genesis,
+            rules=self._pipeline.plan().rules if same else None,
+        )
 
     def reset(self) -> None:
         """Back to the seeded state (a fork stays a fork: it logs `WorldForked` again). The
@@ -388,7 +374,7 @@ class World:
             self._pipeline.genesis_seq = genesis.seq
         before = self._book.state.settings
         self._book.rewind(genesis.state, genesis.events)
-        self._carry_over(before, fork_of=genesis.seq - 1 if before.forked else None)
+        _carry_over(self._book, before, fork_of=genesis.seq - 1 if before.forked else None)
 
     def diff(self, other: World | Snapshot) -> StateDiff:
         """What changed from `other` to this world: added / removed / changed records."""
@@ -399,6 +385,23 @@ class World:
         if isinstance(other, Snapshot):
             return diff_tables(other.state.tables, self._book.state.tables)
         raise TypeError(f"Expected a World or a Snapshot. Instead, received: {other!r}")
+
+
+def _carry_over(book: Book, before: Settings, fork_of: int | None) -> None:
+    """After `book` moved to another state: log what must stay as it was `before` (a fork's
+    `WorldForked`, when `fork_of` is the parent's last seq; the fault rules in force)."""
+    d = Draft(book.state)
+    if fork_of is not None:
+        s = d.state
+        d.emit(
+            WorldForked(
+                seq=s.seq, at=s.clock, parent_seq=fork_of, run=before.run, faults=before.faults_on
+            )
+        )
+    if d.state.settings.rules != before.rules:
+        s = d.state
+        d.emit(FaultsChanged(seq=s.seq, at=s.clock, rules=before.rules))
+    book.commit(d)
 
 
 # --- seeding -------------------------------------------------------------------------------------
