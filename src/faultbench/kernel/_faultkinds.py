@@ -181,7 +181,9 @@ KINDS: tuple[FaultKind, ...] = (
     ),
     FaultKind(
         name="http_503", effect="fail", default_commit=False, commit_option=True,
-        message=_status("503 Service Unavailable: {name} is temporarily unavailable; try again later"),
+        message=_status(
+            "503 Service Unavailable: {name} is temporarily unavailable; try again later"
+        ),
     ),
     # Refused before anything runs: nothing to commit.
     FaultKind(
