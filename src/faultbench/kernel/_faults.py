@@ -13,6 +13,10 @@ four, never `hash()` (randomized per process) and never a shared generator (whos
 would depend on every other operation's calls). So adding a call to `get_order` never changes
 what happens to the 3rd `issue_refund`, and a failing run can be replayed with its faults
 pinned. The call pipeline (`_pipeline.py`) executes decisions; nothing here touches a world.
+
+What a kind commits, which options it carries and what the agent reads come from the kind
+registry (`_faultkinds.py`); the merged rule comes from `_faultrules.py`. An operation is an
+`OperationSpec` or, for a call without one in a world file, a `FaultTarget`.
 """
 
 from __future__ import annotations
