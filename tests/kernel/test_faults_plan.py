@@ -428,3 +428,38 @@ def test_a_script_entry_that_cannot_happen_to_the_operation_is_no_entry():
         "duplicate",
         "script",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# may_fault, and operations without an OperationSpec
+# ---------------------------------------------------------------------------------------------
+
+
+def test_may_fault_is_false_only_when_the_plan_surely_leaves_the_operation_alone():
+    assert plan(FLAKY).may_fault(REFUND)
+    assert plan(FLAKY).may_fault(GET_ORDER)  # the default latency
+    assert not plan(FLAKY, enabled=False).may_fault(REFUND)
+    only_refunds = {"payments.issue_refund": FaultRule(errors=(err("http_500", 0.5),))}
+    p = plan(only_refunds)
+    assert not p.may_fault(GET_ORDER)
+    assert decisions(p, GET_ORDER, 20) == [None] * 20
+    # a rule written but empty does nothing either
+    assert not plan({"default": FaultRule()}).may_fault(GET_ORDER)
+
+
+def test_a_fault_target_decides_exactly_as_the_operation_spec_it_names():
+    from faultbench.kernel._faults import FaultTarget
+
+    target = FaultTarget(service="orders", name="get_order", kind="get", record="order")
+    assert target.qualname == GET_ORDER.qualname
+    rules = {
+        "default": FaultRule(latency=Latency("uniform", lo_ms=50, hi_ms=200)),
+        "orders.get_order": FaultRule(
+            errors=(err("not_found", 0.3), err("stale_read", 0.3), err("duplicate", 0.3))
+        ),
+    }
+    by_spec = decisions(plan(rules), GET_ORDER, 60, target_id="4")
+    assert decisions(plan(rules), target, 60, target_id="4") == by_spec
+    assert plan(rules).effective_rule(target) == plan(rules).effective_rule(GET_ORDER)
+    messages = {d.message for d in by_spec if d is not None and d.kind == "not_found"}
+    assert messages == {"404 Not Found: orders.get_order: no order with id '4'"}

@@ -12,8 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from faultbench.kernel._faultkinds import KINDS, kinds_with_option
 from faultbench.kernel._faults import APPLIES_TO
-from faultbench.kernel._faultspec import _OPTION_KINDS, render_duration
+from faultbench.kernel._faultspec import render_duration
 from faultbench.kernel._loader import load_spec, parse_faults, render_faults
 from faultbench.kernel._spec import ERROR_KINDS
 
@@ -141,12 +142,15 @@ _latency = st.one_of(
         lambda t: {"p50": t[0], "p99": t[0] + t[1]}
     ),
 )
+#: every option of every kind, from the registry: a new kind's options get drawn too
 _OPTIONS = {
     "commit": st.booleans(),
-    "timeout_s": _seconds,
-    "retry_after_s": _seconds,
-    "lag_s": _seconds,
-    "times": st.integers(1, 100),
+    **{
+        o.name: st.integers(1, 100) if o.whole else _seconds
+        for k in KINDS
+        if k.configurable
+        for o in k.options
+    },
 }
 
 
@@ -155,7 +159,7 @@ def _error(draw, kind, *, scripted):
     """One error kind's value: a bare probability / kind name, or a mapping of options that
     apply to that kind."""
     p = draw(st.floats(0, 1 / len(ERROR_KINDS)))
-    fitting = sorted(o for o in _OPTIONS if kind in _OPTION_KINDS[o])
+    fitting = sorted(o for o in _OPTIONS if kind in kinds_with_option(o))
     names = draw(st.lists(st.sampled_from(fitting), unique=True, max_size=3)) if fitting else []
     if not names and draw(st.booleans()):
         return kind if scripted else p

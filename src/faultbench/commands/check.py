@@ -122,17 +122,16 @@ def describe_rule(rule: Any) -> str:
 
 
 def _options(e: Any) -> str:
+    """An error's `commit:` and its kind's options, as the registry phrases them."""
+    from faultbench.kernel._faultkinds import kind
+
     notes = []
     if e.commit is not None:
         notes.append("commits" if e.commit else "no commit")
-    if e.timeout_s is not None:
-        notes.append(f"after {_secs(e.timeout_s)}")
-    if e.retry_after_s is not None:
-        notes.append(f"retry after {_secs(e.retry_after_s)}")
-    if e.lag_s is not None:
-        notes.append(f"{_secs(e.lag_s)} behind")
-    if e.times is not None:
-        notes.append(f"{e.times} extra")
+    for option in kind(e.kind).options:
+        value = getattr(e, option.name)
+        if value is not None:
+            notes.append(option.shown.format(value if option.whole else _secs(value)))
     return f" ({', '.join(notes)})" if notes else ""
 
 

@@ -13,6 +13,10 @@ four, never `hash()` (randomized per process) and never a shared generator (whos
 would depend on every other operation's calls). So adding a call to `get_order` never changes
 what happens to the 3rd `issue_refund`, and a failing run can be replayed with its faults
 pinned. The call pipeline (`_pipeline.py`) executes decisions; nothing here touches a world.
+
+What a kind commits, which options it carries and what the agent reads come from the kind
+registry (`_faultkinds.py`); the merged rule comes from `_faultrules.py`. An operation is an
+`OperationSpec` or, for a call without one in a world file, a `FaultTarget`.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ from statistics import NormalDist
 
 import msgspec
 
-from ._errors import not_found_text
-from ._spec import ERROR_KINDS, ErrorRule, FaultRule, OperationSpec, RecordSpec
+from ._faultkinds import APPLIES_TO, COMMIT_KINDS, ERROR_KINDS, FAILURE_KINDS, SUCCESS_KINDS
+from ._faultkinds import kind as fault_kind
+from ._faultrules import BY_ID, drawn_rule, effective_rule, fits
+from ._spec import ErrorRule, FaultRule, OperationSpec, RecordSpec
 
 __all__ = [
     "APPLIES_TO",
@@ -36,67 +42,15 @@ __all__ = [
     "SUCCESS_KINDS",
     "FaultDecision",
     "FaultPlan",
+    "FaultTarget",
     "created_field",
     "effective_rule",
+    "fault_message",
 ]
-
-#: Kinds the agent sees as a failed call. The rest answer "successfully", but wrongly.
-FAILURE_KINDS = frozenset(
-    {
-        "timeout",
-        "timeout_before_commit",
-        "http_500",
-        "http_502",
-        "http_503",
-        "http_429",
-        "not_found",
-        "rate_limit",
-    }
-)
-SUCCESS_KINDS = frozenset({"empty_result", "malformed_json", "stale_read", "duplicate"})
-
-#: Whether the operation runs (and its writes stay) before the fault shows, unless the rule
-#: says `commit:`. A timeout is the famous case: the write happened, the answer was lost.
-_DEFAULT_COMMIT = {
-    "timeout": True,
-    "timeout_before_commit": False,
-    "http_500": False,
-    "http_502": False,
-    "http_503": False,
-    "http_429": False,
-    "not_found": False,
-    "empty_result": False,
-    "malformed_json": False,
-    "stale_read": False,
-    "duplicate": True,
-    "rate_limit": False,
-}
-
-#: Kinds that accept `commit:`. The others have nothing to choose: a stale read and a 429
-#: never run the operation, a duplicate always does, and `timeout_before_commit` says it in
-#: its name (`timeout` with `commit: false` is the same thing). The loader rejects the rest.
-COMMIT_KINDS = frozenset(
-    {"timeout", "http_500", "http_502", "http_503", "not_found", "empty_result", "malformed_json"}
-)
-
-#: Kinds that only make sense for some operation kinds. In a `default:` or `service.*` rule a
-#: drawn one is ignored where it does not fit (the call runs normally); in a rule keyed by
-#: the operation itself the loader rejects it, since it could never happen.
-APPLIES_TO = {
-    "stale_read": frozenset({"get", "list"}),
-    "duplicate": frozenset({"create", "update", "delete", "custom"}),
-}
 
 #: The cumulative error draw walks kinds in this fixed order, not in the order the file lists
 #: them (nor the order merging left them in), so reordering keys never changes a run.
-_KIND_ORDER = {kind: i for i, kind in enumerate(ERROR_KINDS)}
-
-_TIMEOUT_KINDS = frozenset({"timeout", "timeout_before_commit"})
-_BY_ID = frozenset({"get", "update", "delete"})
-
-DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_RETRY_AFTER_S = 1.0
-DEFAULT_LAG_S = 60.0
+_KIND_ORDER = {name: i for i, name in enumerate(ERROR_KINDS)}
 
 # z-score of the 99th percentile of the standard normal: p99 = exp(mu + Z99 * sigma)
 _Z99 = 2.3263
@@ -104,13 +58,31 @@ _EMPTY_RULE = FaultRule()
 _NORMAL = NormalDist()
 
 
+class FaultTarget(msgspec.Struct, frozen=True):
+    """What the plan needs to know of an operation, for calls that have no `OperationSpec`
+    from a world file. An `OperationSpec` has the same attributes and works as well."""
+
+    service: str
+    name: str
+    kind: str  # get, list, create, update, delete, custom
+    record: str | None = None  # named in not-found messages
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.service}.{self.name}"
+
+
+Target = OperationSpec | FaultTarget
+
+
 class FaultDecision(msgspec.Struct, frozen=True):
     """What the plan decided for one call. `kind is None` means latency only."""
 
     latency_s: float = 0.0  # virtual duration of the call itself
-    kind: str | None = None  # an ERROR_KIND, "rate_limit", or None
+    kind: str | None = None  # a `_faultkinds.KINDS` name, or None
     commit: bool = False  # does the operation run (and its writes stay) despite the fault?
     timeout_s: float = 0.0  # timeout kinds: virtual seconds the caller waited in vain
+    # The kinds' options (`FaultKind.options`): each is set by the kinds that have it.
     retry_after_s: float | None = None  # http_429 / rate_limit
     lag_s: float | None = None  # stale_read: how old the state answered from is
     times: int = 1  # duplicate: extra applications of the write
@@ -128,16 +100,12 @@ class FaultDecision(msgspec.Struct, frozen=True):
         return self.latency_s + self.timeout_s
 
     def detail(self) -> dict[str, object]:
-        """The parameters worth recording in a `FaultInjected` event."""
+        """The parameters worth recording in a `FaultInjected` event: the source, the commit
+        and the kind's options."""
         out: dict[str, object] = {"source": self.source, "commit": self.commit}
-        if self.kind in _TIMEOUT_KINDS:
-            out["timeout_s"] = self.timeout_s
-        if self.retry_after_s is not None:
-            out["retry_after_s"] = self.retry_after_s
-        if self.lag_s is not None:
-            out["lag_s"] = self.lag_s
-        if self.kind == "duplicate":
-            out["times"] = self.times
+        if self.kind is not None:
+            for option in fault_kind(self.kind).options:
+                out[option.name] = getattr(self, option.name)
         return out
 
 
@@ -157,25 +125,39 @@ class FaultPlan:
         #: qualname -> does the merged rule do anything? (the fault-free path stays cheap)
         self._active: dict[str, bool] = {}
 
-    def rule_for(self, op: OperationSpec) -> FaultRule:
+    def rule_for(self, op: Target) -> FaultRule:
         """The rule the plan draws from for one operation: merged (default -> service.* ->
         service.operation), defaults written out, errors in the fixed draw order
         (ERROR_KINDS). It keeps kinds that cannot happen to the operation: their share of
         the draw runs the call normally (see `effective_rule` for what can happen)."""
         rule = self._merged.get(op.qualname)
         if rule is None:
-            rule = _drawn_rule(self.rules, op)
+            rule = drawn_rule(self.rules, op)
             errors = tuple(sorted(rule.errors, key=lambda e: _KIND_ORDER[e.kind]))
             if errors != rule.errors:
                 rule = msgspec.structs.replace(rule, errors=errors)
             self._merged[op.qualname] = rule
         return rule
 
-    def effective_rule(self, op: OperationSpec) -> FaultRule:
+    def may_fault(self, op: Target) -> bool:
+        """False when the plan surely leaves `op` alone: the plan is off, or the merged rule
+        of `op` does nothing (no latency, errors, limits or script). Cheap after the first
+        call, so the fault-free path of a call can skip `decide`."""
+        if not self.enabled:
+            return False
+        active = self._active.get(op.qualname)
+        if active is None:
+            rule = self.rule_for(op)
+            active = self._active[op.qualname] = (
+                msgspec.structs.replace(rule, loc=None) != _EMPTY_RULE
+            )
+        return active
+
+    def effective_rule(self, op: Target) -> FaultRule:
         """What can happen to `op` under this plan; see `effective_rule`."""
         return effective_rule(self.rules, op)
 
-    def rng(self, op: OperationSpec, k: int) -> random.Random:
+    def rng(self, op: Target, k: int) -> random.Random:
         """The k-th call's own generator: a function of (seed, run, operation, k) only."""
         key = f"faultbench-fault-v1\x1f{self.seed}\x1f{self.run}\x1f{op.qualname}\x1f{k}"
         digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
@@ -183,7 +165,7 @@ class FaultPlan:
 
     def decide(
         self,
-        op: OperationSpec,
+        op: Target,
         k: int,
         *,
         now: datetime,
@@ -204,15 +186,7 @@ class FaultPlan:
         random draws (error, then latency) are always taken, so whichever of these decides,
         the latency of call k is the same.
         """
-        if not self.enabled:
-            return None
-        active = self._active.get(op.qualname)
-        if active is None:
-            rule = self.rule_for(op)
-            active = self._active[op.qualname] = (
-                msgspec.structs.replace(rule, loc=None) != _EMPTY_RULE
-            )
-        if not active:
+        if not self.may_fault(op):
             return None
         rule = self._merged[op.qualname]
 
@@ -227,7 +201,7 @@ class FaultPlan:
         for script_k, entry in rule.script:
             # An entry that cannot happen to this operation (a `default:` script's duplicate,
             # on a read) is no entry: the call goes through the rules as usual.
-            if script_k == k and _fits(entry.kind, op):
+            if script_k == k and fits(entry.kind, op):
                 chosen, source = entry, "script"
                 break
         if chosen is None and rule.rate_limit is not None:
@@ -240,7 +214,7 @@ class FaultPlan:
         if (
             source is None
             and threshold is not None
-            and op.kind in _BY_ID
+            and op.kind in BY_ID
             and record_time is not None
             and (now - record_time).total_seconds() < threshold
         ):
@@ -255,110 +229,36 @@ class FaultPlan:
 
         if chosen is not None:
             kind = chosen.kind
-            if not _fits(kind, op):  # drawn where it cannot happen: the call runs normally
+            if not fits(kind, op):  # drawn where it cannot happen: the call runs normally
                 chosen = kind = source = None
         if kind is None:
             if latency_s == 0.0:
                 return None
             return FaultDecision(latency_s=latency_s, k=k)
 
-        commit = _DEFAULT_COMMIT[kind]
-        timeout_s = 0.0
-        lag_s = None
-        times = 1
-        if chosen is not None:
-            if chosen.commit is not None:
-                commit = chosen.commit
-            # rule_for wrote every default out (see _with_defaults)
-            if kind in _TIMEOUT_KINDS:
-                timeout_s = chosen.timeout_s  # type: ignore[assignment]
-            elif kind == "http_429":
-                retry_after = chosen.retry_after_s
-            elif kind == "stale_read":
-                lag_s = chosen.lag_s
-            elif kind == "duplicate":
-                times = chosen.times  # type: ignore[assignment]
+        spec = fault_kind(kind)
+        commit = spec.default_commit
+        if chosen is not None and chosen.commit is not None:
+            commit = chosen.commit
+        # The kind's options come from the rule (rule_for wrote every default out), or, for a
+        # kind no rule names (rate_limit), from what the plan computed.
+        computed = {"retry_after_s": retry_after}
+        options = {
+            o.name: getattr(chosen, o.name) if chosen is not None else computed.get(o.name)
+            for o in spec.options
+        }
         decision = FaultDecision(
-            latency_s=latency_s,
-            kind=kind,
-            commit=commit,
-            timeout_s=timeout_s,
-            retry_after_s=retry_after,
-            lag_s=lag_s,
-            times=times,
-            source=source,
-            k=k,
+            latency_s=latency_s, kind=kind, commit=commit, source=source, k=k, **options
         )
-        if kind in FAILURE_KINDS:
+        if spec.fails:
             message = fault_message(decision, op, rule, record=record, target_id=target_id)
             decision = msgspec.structs.replace(decision, message=message)
         return decision
 
 
 # ---------------------------------------------------------------------------------------------
-# The rule of one operation
-# ---------------------------------------------------------------------------------------------
-
-
-def effective_rule(rules: Mapping[str, FaultRule], op: OperationSpec) -> FaultRule:
-    """The faults that can happen to `op` under `rules`, in the merged rule's order, with
-    every default the plan applies written out (`timeout_s`, `retry_after_s`, `lag_s`,
-    `times`): what `faultbench check` shows.
-
-    It is the rule the plan draws from (`FaultPlan.rule_for`) minus what cannot happen to
-    this kind of operation, by the same tests `decide` applies: error kinds and script steps
-    that do not fit it (`APPLIES_TO`), and `not_found_if_newer_than` except on get, update
-    and delete. A `default:` rule's `stale_read: 0.1` on an update is no fault at all; its
-    share of the draw runs the call normally, so the other kinds keep their probabilities.
-    """
-    rule = _drawn_rule(rules, op)
-    errors = tuple(e for e in rule.errors if _fits(e.kind, op))
-    script = tuple((k, e) for k, e in rule.script if _fits(e.kind, op))
-    threshold = rule.not_found_if_newer_than_s if op.kind in _BY_ID else None
-    if (errors, script, threshold) == (rule.errors, rule.script, rule.not_found_if_newer_than_s):
-        return rule
-    return msgspec.structs.replace(
-        rule, errors=errors, script=script, not_found_if_newer_than_s=threshold
-    )
-
-
-def _drawn_rule(rules: Mapping[str, FaultRule], op: OperationSpec) -> FaultRule:
-    from ._loader import merged_rule  # the loader owns the merge semantics
-
-    return _with_defaults(merged_rule(rules, op.service, op.name))
-
-
-def _with_defaults(rule: FaultRule) -> FaultRule:
-    """`rule` with each error's and script step's unset parameters set to what a decision
-    uses; the only place those defaults are applied."""
-
-    def fill(e: ErrorRule) -> ErrorRule:
-        changes: dict[str, object] = {}
-        if e.kind in _TIMEOUT_KINDS and e.timeout_s is None:
-            changes["timeout_s"] = DEFAULT_TIMEOUT_S
-        elif e.kind == "http_429" and e.retry_after_s is None:
-            changes["retry_after_s"] = DEFAULT_RETRY_AFTER_S
-        elif e.kind == "stale_read" and e.lag_s is None:
-            changes["lag_s"] = DEFAULT_LAG_S
-        elif e.kind == "duplicate" and e.times is None:
-            changes["times"] = 1
-        return msgspec.structs.replace(e, **changes) if changes else e
-
-    errors = tuple(fill(e) for e in rule.errors)
-    script = tuple((k, fill(e)) for k, e in rule.script)
-    if errors == rule.errors and script == rule.script:
-        return rule
-    return msgspec.structs.replace(rule, errors=errors, script=script)
-
-
-# ---------------------------------------------------------------------------------------------
 # Draws and windows
 # ---------------------------------------------------------------------------------------------
-
-
-def _fits(kind: str, op: OperationSpec) -> bool:
-    allowed = APPLIES_TO.get(kind)
-    return allowed is None or op.kind in allowed
 
 
 def _latency_s(rule: FaultRule, u: float) -> float:
@@ -416,47 +316,18 @@ def created_field(record: RecordSpec) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# What the agent reads. Modelled on the status lines and bodies real HTTP APIs and gateways
-# return, so an agent's error handling is exercised the way production exercises it.
-# ---------------------------------------------------------------------------------------------
-
-
-def _secs(s: float) -> str:
-    return f"{s:g}s"
-
-
 def fault_message(
     decision: FaultDecision,
-    op: OperationSpec,
+    op: Target,
     rule: FaultRule,
     *,
     record: RecordSpec | None = None,
     target_id: str | None = None,
 ) -> str:
-    name = op.qualname
-    kind = decision.kind
-    if kind in _TIMEOUT_KINDS:
-        return f"504 Gateway Timeout: {name} did not answer within {_secs(decision.timeout_s)}"
-    if kind == "http_500":
-        return f"500 Internal Server Error: {name} failed with an unexpected error"
-    if kind == "http_502":
-        return f"502 Bad Gateway: the upstream server for {name} sent an invalid response"
-    if kind == "http_503":
-        return f"503 Service Unavailable: {name} is temporarily unavailable; try again later"
-    if kind == "http_429":
-        return (
-            f"429 Too Many Requests: {name} is rate limited; "
-            f"retry after {_secs(decision.retry_after_s or DEFAULT_RETRY_AFTER_S)}"
-        )
-    if kind == "rate_limit":
-        rl = rule.rate_limit
-        assert rl is not None
-        return (
-            f"429 Too Many Requests: rate limit of {rl.calls} calls per "
-            f"{_secs(rl.per_seconds)} exceeded for {name}; "
-            f"retry after {_secs(decision.retry_after_s or 0)}"
-        )
-    if kind == "not_found":
-        return not_found_text(name, record.name if record is not None else op.record, target_id)
-    raise AssertionError(f"no message for success kind {kind!r}")
+    """What the agent reads for a failing decision (`FaultKind.message`)."""
+    message = fault_kind(decision.kind).message if decision.kind is not None else None
+    if message is None:
+        raise AssertionError(f"no message for success kind {decision.kind!r}")
+    if record is not None and record.name != op.record:
+        op = FaultTarget(op.service, op.name, op.kind, record.name)
+    return message(decision, op, rule, target_id)

@@ -1,9 +1,11 @@
-"""The `faults:` block: parsing, validation and merging of fault rules.
+"""The `faults:` block: parsing, validation and rendering of fault rules.
 
 Rules are keyed by `default`, `service.*` or `service.operation` and stored as written; a call
-sees `merged_rule(...)`, the fold of the three keys from general to specific. Public entry
-points are re-exported by `_loader.py` (`parse_faults`, `merged_rule`, `parse_duration`,
-and `render_faults`, which turns parsed rules back into a block `parse_faults` accepts).
+sees `_faultrules.merged_rule(...)`, the fold of the three keys from general to specific.
+What each error kind accepts (options, `commit:`, the operations it fits) comes from the
+fault-kind registry (`_faultkinds.py`). Public entry points are re-exported by `_loader.py`
+(`parse_faults`, `parse_duration`, and `render_faults`, which turns parsed rules back into a
+block `parse_faults` accepts).
 """
 
 from __future__ import annotations
@@ -13,26 +15,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._faults import APPLIES_TO, COMMIT_KINDS
+from ._faultkinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
+from ._faultkinds import kind as fault_kind
+from ._faultrules import merged_rule
 from ._names import did_you_mean, one_of
-from ._spec import ERROR_KINDS, ErrorRule, FaultRule, Latency, Location, RateLimit
+from ._spec import ErrorRule, FaultRule, Latency, Location, RateLimit
 from ._yaml import Document
 
 RULE_KEYS = ("latency_ms", "errors", "rate_limit", "not_found_if_newer_than", "script", "timeout_s")
-ERROR_OPTIONS = ("p", "commit", "timeout_s", "retry_after_s", "lag_s", "times")
-#: options that only make sense for some kinds
-_OPTION_KINDS = {
-    "timeout_s": ("timeout", "timeout_before_commit"),
-    "retry_after_s": ("http_429",),
-    "lag_s": ("stale_read",),
-    "times": ("duplicate",),
-    "commit": tuple(k for k in ERROR_KINDS if k in COMMIT_KINDS),
-}
-_TIMEOUT_KINDS = _OPTION_KINDS["timeout_s"]
-#: extra applications of a `duplicate` write; each one is an event, so keep it small
+#: the most a whole-number option (`times`: extra applications of a `duplicate` write) may
+#: be; each one is an event, so keep it small
 MAX_TIMES = 100
-_OP_KINDS = ("get", "list", "create", "update", "delete", "custom")
-_EMPTY = FaultRule()
 
 # ---------------------------------------------------------------------------------------------
 # Durations
@@ -238,11 +231,11 @@ class _RuleParser:
             key = next(k for k in script if not isinstance(k, bool) and int(k) == n)
             steps.append((e, script, key, self.value_problem))
         for e, container, key, report in steps:
-            allowed = APPLIES_TO.get(e.kind)
-            if allowed is None or op_kind in allowed:
+            spec = fault_kind(e.kind)
+            if spec.fits(op_kind):
                 continue
             ok = False
-            fits = one_of(k for k in _OP_KINDS if k in allowed)
+            fits = one_of(spec.applies_to or ())
             report(
                 container, key,
                 f"{e.kind} cannot happen to {target}, a {op_kind} operation; expected it "
@@ -338,11 +331,11 @@ class _RuleParser:
                 )  # fmt: skip
             elif opt == "kind":
                 continue
-            elif opt in _OPTION_KINDS and kind not in _OPTION_KINDS[opt]:
+            elif opt != "p" and kind not in kinds_with_option(opt):
                 self.key_problem(
                     spec, opt,
                     f"'{opt}' does not apply to {kind}; expected it only with "
-                    f"{one_of(_OPTION_KINDS[opt])}",
+                    f"{one_of(kinds_with_option(opt))}",
                 )  # fmt: skip
             elif opt == "p":
                 if _is_number(v) and 0 <= v <= 1:
@@ -356,13 +349,13 @@ class _RuleParser:
                     options["commit"] = v
                 else:
                     self.value_problem(spec, opt, f"commit must be true or false, not {_show(v)}")
-            elif opt == "times":
+            elif (option := fault_kind(kind).option(opt)) is not None and option.whole:
                 if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TIMES:
-                    options["times"] = v
+                    options[opt] = v
                 else:
                     self.value_problem(
                         spec, opt,
-                        f"times must be a whole number from 1 to {MAX_TIMES}, not {_show(v)}",
+                        f"{opt} must be a whole number from 1 to {MAX_TIMES}, not {_show(v)}",
                     )  # fmt: skip
             else:
                 options[opt] = self.duration(spec, opt, v)
@@ -457,70 +450,8 @@ class _RuleParser:
 
 
 # ---------------------------------------------------------------------------------------------
-# Merging
+# Probabilities after merging
 # ---------------------------------------------------------------------------------------------
-
-
-def merged_rule(faults: Mapping[str, FaultRule], service: str, operation: str) -> FaultRule:
-    """The rule a call to `service.operation` sees: `default`, then `service.*`, then
-    `service.operation`. Error kinds and script steps merge one by one (the more specific
-    rule wins per kind and per call number); latency, rate limit, `not_found_if_newer_than`
-    and `timeout_s` come from the most specific rule that sets them. Timeout errors without
-    their own `timeout_s` take the merged rule-level one."""
-    rules = [
-        r
-        for r in (
-            faults.get("default"),
-            faults.get(f"{service}.*"),
-            faults.get(f"{service}.{operation}"),
-        )
-        if r is not None
-    ]
-    if not rules:
-        return _EMPTY
-    if len(rules) == 1:
-        rule = rules[0]
-    else:
-        errors: dict[str, ErrorRule] = {}
-        script: dict[int, ErrorRule] = {}
-        scalars: dict[str, Any] = {}
-        for r in rules:
-            for e in r.errors:
-                errors.pop(e.kind, None)  # keep file order of the rule that wins
-                errors[e.kind] = e
-            script.update(r.script)
-            for name in ("latency", "rate_limit", "not_found_if_newer_than_s", "timeout_s"):
-                value = getattr(r, name)
-                if value is not None:
-                    scalars[name] = value
-        rule = FaultRule(
-            errors=tuple(errors.values()),
-            script=tuple(sorted(script.items())),
-            loc=rules[-1].loc,
-            **scalars,
-        )
-    if rule.timeout_s is not None:
-        rule = _fill_timeouts(rule)
-    return rule
-
-
-def _fill_timeouts(rule: FaultRule) -> FaultRule:
-    def fill(e: ErrorRule) -> ErrorRule:
-        if e.kind in _TIMEOUT_KINDS and e.timeout_s is None:
-            return ErrorRule(
-                e.kind, e.p, e.commit, rule.timeout_s, e.retry_after_s, e.lag_s, e.times
-            )
-        return e
-
-    return FaultRule(
-        latency=rule.latency,
-        errors=tuple(fill(e) for e in rule.errors),
-        rate_limit=rule.rate_limit,
-        not_found_if_newer_than_s=rule.not_found_if_newer_than_s,
-        script=tuple((k, fill(e)) for k, e in rule.script),
-        loc=rule.loc,
-        timeout_s=rule.timeout_s,
-    )
 
 
 def check_merged_probabilities(

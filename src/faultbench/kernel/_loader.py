@@ -12,7 +12,8 @@ level of the file; `_WorldLoader` is assembled from one pass per part of it:
     _loadseed.py      seed plans and explicit rows
     _fieldtypes.py    field type syntax and value coercion
 
-The fault block lives in `_faultspec.py`; its entry points are re-exported here.
+The fault block lives in `_faultspec.py`, the merge of rules in `_faultrules.py`; their entry
+points are re-exported here.
 
     load_spec("world.yaml")            -> WorldSpec
     parse_faults(mapping_or_text, spec) -> {key: FaultRule}
@@ -31,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import SourceError, WorldFileError
+from ._faultrules import merged_rule
 from ._faultspec import (
     _RuleParser,
     check_merged_probabilities,
-    merged_rule,
     parse_duration,
     render_faults,
 )

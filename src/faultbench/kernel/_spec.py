@@ -12,23 +12,11 @@ from typing import Any, Literal
 
 import msgspec
 
+#: Every kind `errors:` and `script:` accept, in draw order, from the fault-kind registry.
+from ._faultkinds import ERROR_KINDS as ERROR_KINDS
+
 FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref"]
 OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
-
-#: Every error kind the fault plan knows (see docs/FAULTS.md).
-ERROR_KINDS: tuple[str, ...] = (
-    "timeout",
-    "timeout_before_commit",
-    "http_500",
-    "http_502",
-    "http_503",
-    "http_429",
-    "not_found",
-    "empty_result",
-    "malformed_json",
-    "stale_read",
-    "duplicate",
-)
 
 
 class Location(msgspec.Struct, frozen=True):
@@ -107,7 +95,7 @@ class ServiceSpec(msgspec.Struct, frozen=True):
 
 
 # ---------------------------------------------------------------------------------------------
-# Faults. Rules are stored as written (per key); `merged_rule` in _loader.py folds
+# Faults. Rules are stored as written (per key); `merged_rule` in _faultrules.py folds
 # default -> service.* -> service.operation into the one rule a call sees.
 # ---------------------------------------------------------------------------------------------
 
@@ -123,13 +111,14 @@ class Latency(msgspec.Struct, frozen=True):
 
 
 class ErrorRule(msgspec.Struct, frozen=True):
-    kind: str  # one of ERROR_KINDS
+    kind: str  # one of ERROR_KINDS; its options: `_faultkinds.kind(kind).options`
     p: float  # probability per call, 0..1
-    commit: bool | None = None  # None: the kind's own default (timeout: True, http_5xx: False)
-    timeout_s: float | None = None  # timeout kinds; None -> 30
-    retry_after_s: float | None = None  # http_429; None -> 1
-    lag_s: float | None = None  # stale_read; None -> 60
-    times: int | None = None  # duplicate: how many extra applications; None -> 1
+    commit: bool | None = None  # None: the kind's own default (FaultKind.default_commit)
+    # The options of all kinds; None: the kind's default (`_faultkinds.Option.default`).
+    timeout_s: float | None = None  # timeout kinds
+    retry_after_s: float | None = None  # http_429
+    lag_s: float | None = None  # stale_read
+    times: int | None = None  # duplicate: how many extra applications
 
 
 class RateLimit(msgspec.Struct, frozen=True):
