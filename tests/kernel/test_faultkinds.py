@@ -181,3 +181,10 @@ def test_every_kind_executes_as_its_record_says(k):
     if k.fails:
         assert SHOP.operations[tool].service + "." + tool in result.text
     assert world.trace.summary().endswith(f"{tool}!{k.name}")
+
+
+def test_the_pipeline_executes_every_effect_the_registry_names():
+    from faultbench.kernel import _pipeline
+    from faultbench.kernel._faultkinds import EFFECTS
+
+    assert set(_pipeline._EFFECTS) == set(EFFECTS)

@@ -32,6 +32,7 @@ __all__ = [
     "ERROR_OPTIONS",
     "FAILURE_KINDS",
     "KINDS",
+    "REFUSED_KINDS",
     "SUCCESS_KINDS",
     "FaultKind",
     "Option",
@@ -85,6 +86,9 @@ class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
     configurable: bool = True
     #: what the agent reads; only kinds whose effect fails have one
     message: Message | None = None
+    #: turned away before reaching the service (a 429): such calls do not count towards
+    #: rate-limit windows, so an agent that backs off is admitted again
+    refused: bool = False
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -188,7 +192,7 @@ KINDS: tuple[FaultKind, ...] = (
     # Refused before anything runs: nothing to commit.
     FaultKind(
         name="http_429", effect="fail", default_commit=False, commit_option=False,
-        options=(_RETRY_AFTER,), message=_too_many_requests,
+        options=(_RETRY_AFTER,), message=_too_many_requests, refused=True,
     ),
     FaultKind(
         name="not_found", effect="fail", default_commit=False, commit_option=True,
@@ -210,7 +214,7 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind(
         name="rate_limit", effect="fail", default_commit=False, commit_option=False,
         options=(Option("retry_after_s", None, "retry after {}"),), configurable=False,
-        message=_rate_limited,
+        message=_rate_limited, refused=True,
     ),
 )  # fmt: skip
 
@@ -247,4 +251,6 @@ SUCCESS_KINDS = frozenset(k.name for k in KINDS if not k.fails)
 #: Kinds that accept `commit:`.
 COMMIT_KINDS = frozenset(kinds_with_option("commit"))
 #: Kinds that only happen to some operation kinds.
+#: kinds answered 429: not counted by rate-limit windows
+REFUSED_KINDS = frozenset(k.name for k in KINDS if k.refused)
 APPLIES_TO = {k.name: frozenset(k.applies_to) for k in KINDS if k.applies_to is not None}

@@ -20,7 +20,7 @@ state. When the call or batch is answered, its draft goes to the world's `Book` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,9 @@ from ._events import (
     RecordUpdated,
     WorldCreated,
 )
-from ._faults import FAILURE_KINDS, FaultDecision, FaultPlan, created_field
+from ._faultkinds import REFUSED_KINDS, kind
+from ._faultrules import BY_ID
+from ._faults import FaultDecision, FaultPlan, created_field
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 from ._schema import show_value
@@ -64,8 +66,6 @@ _canon = msgspec.json.Encoder(order="deterministic").encode
 #: CallResult hold their own, so changing `result.value` can never rewrite history.
 _copy = msgspec.to_builtins
 _MAX_INTERNAL = 500  # characters of an unexpected exception's text passed on to the agent
-_REFUSED = frozenset({"rate_limit", "http_429"})  # answered 429: not counted by rate limits
-_BY_ID = frozenset({"get", "update", "delete"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ class Pipeline:
         d = Draft(self.book.state)
         op = self.ops.get(tool)
         plan = self.plan()
-        if op is not None and not _may_fault(plan, op):
+        if op is not None and not plan.may_fault(op.spec):
             result = _run_plain(self, d, op, tool, args)
         else:
             result = _run_one(self, d, plan, tool, args)
@@ -230,7 +230,7 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
     flight.k = k = state.k.get(tool, 0) + 1
     flight.started = now = state.clock
     # Decided before this call is in the log, so its own start is not in its rate window.
-    decision = _decide(cx, d, plan, op, k, clean, now) if _may_fault(plan, op) else None
+    decision = _decide(cx, d, plan, op, k, clean, now) if plan.may_fault(op.spec) else None
     flight.decision = decision
     d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k))
     if decision is None:
@@ -238,16 +238,10 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
         return flight
     flight.exec_at = now + timedelta(seconds=decision.latency_s)
     flight.end_at = flight.exec_at + timedelta(seconds=decision.timeout_s)
-    # malformed_json is logged when its broken text exists (see execute)
-    if decision.kind is not None and decision.kind != "malformed_json":
+    # a malformed answer is logged when its broken text exists (see _malformed)
+    if decision.kind is not None and kind(decision.kind).effect != "malformed":
         _log_fault(d, flight, decision.detail())
     return flight
-
-
-def _may_fault(plan: FaultPlan, op: CompiledOp) -> bool:
-    """False when the plan surely leaves `op` alone: off, or its rule does nothing (known
-    once the plan has decided one call to it)."""
-    return plan.enabled and plan._active.get(op.spec.qualname) is not False
 
 
 def _decide(
@@ -265,7 +259,7 @@ def _decide(
         recent = admitted_since(_backwards(cx, d), op.name, now, rule.rate_limit.per_seconds)
     record_time = None
     rspec = cx.spec.records.get(op.record) if op.record else None
-    target = args.get("id") if op.kind in _BY_ID else None
+    target = args.get("id") if op.kind in BY_ID else None
     if rule.not_found_if_newer_than_s is not None and rspec is not None and target is not None:
         fname = created_field(rspec)
         data = d.state.tables[rspec.name].get(target)
@@ -400,60 +394,82 @@ def internal_error(tool: str, exc: BaseException) -> InternalError:
 
 def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     decision = flight.decision
-    kind = decision.kind if decision is not None else None
     try:
-        if kind is None:
+        if decision is None or decision.kind is None:
             flight.value, tx = _attempt(cx, d, flight)
             tx.commit()
-        elif kind in FAILURE_KINDS:
-            flight.error = InjectedFault(decision.message, kind=kind)  # type: ignore[union-attr]
-            if decision.commit:  # type: ignore[union-attr]
-                # The server did the work; only the answer is lost. If the operation itself
-                # fails there is nothing to keep, and the caller still only sees the fault.
-                try:
-                    _, tx = _attempt(cx, d, flight)
-                except ToolCallError:
-                    pass
-                else:
-                    tx.commit()
-        elif kind == "empty_result":
-            if decision.commit:  # type: ignore[union-attr]
-                # The write happened and the body got lost: 200 with nothing in it. An error
-                # answer is passed on intact, as for malformed_json.
-                _, tx = _attempt(cx, d, flight)
-                tx.commit()
-            flight.value = [] if flight.op.kind == "list" else {}
-        elif kind == "stale_read":
-            lag = timedelta(seconds=decision.lag_s or 0.0)  # type: ignore[union-attr]
-            past = state_as_of(cx, d, flight.exec_at - lag)
-            flight.value, _ = _attempt(cx, d, flight, past)
-        elif kind == "malformed_json":
-            # Logged here rather than at admission: the event carries the broken text.
-            detail = decision.detail()  # type: ignore[union-attr]
-            try:
-                flight.value, tx = _attempt(cx, d, flight)
-            except ToolCallError:
-                _log_fault(d, flight, detail)  # an error answer is passed on intact
-                raise
-            if decision.commit:  # type: ignore[union-attr]
-                tx.commit()
-            flight.text = detail["text"] = break_json(_encode(flight.value).decode())
-            _log_fault(d, flight, detail)
-        elif kind == "duplicate":
-            flight.value, tx = _attempt(cx, d, flight)
-            tx.commit()
-            # At-least-once delivery: the same request arrives again. A repeat that fails
-            # (a second delete, a handler refusing) changes nothing; the caller saw the first.
-            for _ in range(decision.times):  # type: ignore[union-attr]
-                try:
-                    _, tx = _attempt(cx, d, flight)
-                except ToolCallError:
-                    continue
-                tx.commit()
-        else:  # pragma: no cover - every kind is handled above
-            raise AssertionError(f"unhandled fault kind {kind!r}")
+        else:
+            _EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
     except ToolCallError as exc:
         flight.error = exc
+
+
+# One executor per effect of `_faultkinds.EFFECTS` (a test checks they match): how a fault of
+# that effect changes what the call does and what the agent reads.
+
+
+def _fail(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    flight.error = InjectedFault(decision.message, kind=decision.kind)
+    if decision.commit:
+        # The server did the work; only the answer is lost. If the operation itself fails
+        # there is nothing to keep, and the caller still only sees the fault.
+        try:
+            _, tx = _attempt(cx, d, flight)
+        except ToolCallError:
+            pass
+        else:
+            tx.commit()
+
+
+def _empty(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    if decision.commit:
+        # The write happened and the body got lost: 200 with nothing in it. An error answer
+        # is passed on intact, as for malformed_json.
+        _, tx = _attempt(cx, d, flight)
+        tx.commit()
+    flight.value = [] if flight.op.kind == "list" else {}
+
+
+def _stale(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    past = state_as_of(cx, d, flight.exec_at - timedelta(seconds=decision.lag_s or 0.0))
+    flight.value, _ = _attempt(cx, d, flight, past)
+
+
+def _malformed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here rather than at admission: the event carries the broken text.
+    detail = decision.detail()
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        raise
+    if decision.commit:
+        tx.commit()
+    flight.text = detail["text"] = break_json(_encode(flight.value).decode())
+    _log_fault(d, flight, detail)
+
+
+def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    flight.value, tx = _attempt(cx, d, flight)
+    tx.commit()
+    # At-least-once delivery: the same request arrives again. A repeat that fails (a second
+    # delete, a handler refusing) changes nothing; the caller saw the first.
+    for _ in range(decision.times):
+        try:
+            _, tx = _attempt(cx, d, flight)
+        except ToolCallError:
+            continue
+        tx.commit()
+
+
+Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
+_EFFECTS: dict[str, Executor] = {
+    "fail": _fail,
+    "empty": _empty,
+    "stale": _stale,
+    "malformed": _malformed,
+    "duplicate": _duplicate,
+}
 
 
 def break_json(text: str) -> str:
@@ -545,7 +561,7 @@ def admitted_since(
         if ev.at <= cutoff:
             break
         cls = type(ev)
-        if cls is FaultInjected and ev.tool == tool and ev.kind in _REFUSED:  # type: ignore[attr-defined]
+        if cls is FaultInjected and ev.tool == tool and ev.kind in REFUSED_KINDS:  # type: ignore[attr-defined]
             refused.add(ev.call_id)  # type: ignore[attr-defined]
         elif (
             cls is CallStarted
