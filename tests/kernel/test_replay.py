@@ -17,6 +17,7 @@ from faultbench.kernel import (
     encode_events,
     replay,
 )
+from faultbench.kernel._loader import render_faults
 
 from .conftest import make_shop_spec
 
@@ -181,7 +182,30 @@ _calls = st.one_of(
     st.tuples(st.just("@snapshot"), st.none()),
     st.tuples(st.just("@restore"), st.none()),
     st.tuples(st.just("@fork"), st.integers(0, 3)),
+    st.tuples(st.just("@faults"), st.integers(0, 3)),
+    st.tuples(st.just("@reset"), st.none()),
+    st.tuples(st.just("@together"), st.integers(2, 4)),
 )
+
+#: Rule sets a sequence may switch to at run time (`world.set_faults`).
+_RUNTIME_FAULTS = [
+    {},
+    {"default": {"errors": {"http_500": 0.5}, "latency_ms": [10, 2000]}},
+    {"shop.get_order": {"script": {1: "timeout", 2: "stale_read", 3: "not_found"}}},
+    {
+        "payments.*": {"errors": {"duplicate": 0.5}},
+        "shop.*": {"rate_limit": {"calls": 1, "per_seconds": 30}},
+    },
+]
+#: Calls made after the sequence, on the live world and on its replay: they must be answered
+#: alike, so the replay runs under the same rules, run index and history.
+_PROBES = [
+    ("get_order", {"id": "1"}),
+    ("list_orders", {}),
+    ("issue_refund", {"order_id": "1", "amount": 1}),
+    ("get_order", {"id": "2"}),
+    ("update_order", {"id": "1", "status": "shipped"}),
+]
 
 
 #: Every kind of fault at once, so random sequences meet timeouts that commit, duplicates,
@@ -223,6 +247,12 @@ def _check_replay_invariant(steps, faults=None, run=0):
             world.restore(snaps[-1])
         elif tool == "@fork":
             world = world.fork(run=args)
+        elif tool == "@faults":
+            world.set_faults(_RUNTIME_FAULTS[args])
+        elif tool == "@reset":
+            world.reset()
+        elif tool == "@together":
+            world.call_together(_PROBES[:args])
         else:
             world.call(tool, args)
     live = replay(spec, world.events)
@@ -230,6 +260,13 @@ def _check_replay_invariant(steps, faults=None, run=0):
     assert live.state_hash() == world.state_hash()
     assert decoded.state_hash() == world.state_hash()
     assert decoded.to_dict() == world.to_dict()
+    assert render_faults(decoded.fault_rules) == render_faults(world.fault_rules)
+    assert (decoded.run, decoded.faults_enabled) == (world.run, world.faults_enabled)
+    # The next calls go the same way on the replay: same faults, same answers, same log.
+    n = len(world.events)
+    for tool, args in _PROBES:
+        assert decoded.call(tool, args) == world.call(tool, args)
+    assert encode_events(decoded.events[n:]) == encode_events(world.events[n:])
 
 
 def test_replay_of_the_example_shop_from_its_path(tmp_path):

@@ -298,3 +298,26 @@ async def test_two_servers_on_forks_do_not_share_writes(shop, mode):
 def test_loads_from_a_path_too():
     world = faultbench.load_world(str(SHOP), faults=False)
     assert {t.name for t in build_server(world).tool_list()} >= {"get_order", "return_order"}
+
+
+async def test_a_handler_bug_reaches_the_server_log_with_its_traceback(tmp_path, mode, caplog):
+    (tmp_path / "buggy.py").write_text(
+        "def pay(world, clock, order_id: str):\n    return {}['missing']\n"
+    )
+    (tmp_path / "w.yaml").write_text(
+        "name: w\nservices:\n  s:\n    records: {order: {status: str}}\n"
+        "    operations: {pay: {kind: custom, handler: buggy.pay}}\n"
+    )
+    world = faultbench.load_world(tmp_path / "w.yaml")
+    async with mcp.Client(build_server(world), mode=mode) as c:
+        result = await c.call_tool("pay", {"order_id": "1"})
+    assert result.is_error
+    assert result.meta["error_kind"] == "internal_error"
+    text = result.content[0].text
+    assert "KeyError: 'missing'" in text
+    assert "Traceback" not in text
+    assert "traceback" not in json.dumps(result.meta)
+    logged = [r.getMessage() for r in caplog.records if r.name == "faultbench.serve"]
+    assert any(
+        'File "buggy.py", line 2, in pay' in m and "c1 pay -> internal_error" in m for m in logged
+    )

@@ -69,13 +69,17 @@ class _Coercer:
                 changed[name] = _to_datetime(v)
         return changed
 
+    def _in_order(self, table: str, fields: dict[str, Any]) -> dict[str, Any]:
+        order = self._order.get(table)
+        if order is not None and tuple(fields) != order and set(fields) == set(order):
+            return {name: fields[name] for name in order}
+        return fields
+
     def __call__(self, ev: Event) -> Event:
         t = type(ev)
         if t is RecordCreated:
             fields = self._fix(ev.table, ev.fields) or ev.fields  # type: ignore[attr-defined]
-            order = self._order.get(ev.table)  # type: ignore[attr-defined]
-            if order is not None and tuple(fields) != order and set(fields) == set(order):
-                fields = {name: fields[name] for name in order}
+            fields = self._in_order(ev.table, fields)  # type: ignore[attr-defined]
             return ev if fields is ev.fields else msgspec.structs.replace(ev, fields=fields)  # type: ignore[attr-defined]
         if t is RecordUpdated:
             changes = self._fix(ev.table, ev.changes)  # type: ignore[attr-defined]
@@ -88,8 +92,10 @@ class _Coercer:
                 old=ev.old if old is None else old,  # type: ignore[attr-defined]
             )
         if t is RecordDeleted:
-            old = self._fix(ev.table, ev.old)  # type: ignore[attr-defined]
-            return ev if old is None else msgspec.structs.replace(ev, old=old)
+            # The whole record: a stale read brings it back, in the order the agent saw.
+            old = self._fix(ev.table, ev.old) or ev.old  # type: ignore[attr-defined]
+            old = self._in_order(ev.table, old)  # type: ignore[attr-defined]
+            return ev if old is ev.old else msgspec.structs.replace(ev, old=old)  # type: ignore[attr-defined]
         return ev
 
 

@@ -141,6 +141,7 @@ class _Index:
                 k=start.k,
                 started_at=start.at,
                 finished_at=end.at,
+                traceback=end.traceback,
             )
             mark = "".join("!" + f for f in faults) if faults else "!" + end.kind
         pos = len(self.results)
@@ -347,6 +348,8 @@ class Trace:
             if c.latency_s:
                 tail += f" ({c.latency_s:.3f}".rstrip("0").rstrip(".") + "s)"
             out.append(f"{head} -> {tail}")
+            if c.traceback:  # an internal error: a bug, so show where it is
+                out.extend("       " + line for line in c.traceback.splitlines())
         return out
 
     def __str__(self) -> str:

@@ -243,7 +243,11 @@ class WorldServer(Server):
                 "agent; the server keeps serving.",
                 kind="internal_error",
             )
-        if log.isEnabledFor(logging.INFO):
+        if result.traceback is not None:
+            # A bug in a handler (or in faultbench): the agent read "internal error"; the
+            # person running the server gets where it is, with or without -v.
+            log.error("%s\n%s", _call_line(result), result.traceback)
+        elif log.isEnabledFor(logging.INFO):
             log.info("%s", _call_line(result))
         for hook in self.after_call:
             # The call happened: a failing observer (say, a full disk under --events) is
