@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from faultbench.kernel._events import Event
+    from faultbench.kernel import Event
 
 HELP = "rebuild a world from an event log (JSON Lines) and verify its state hash"
 
@@ -56,7 +56,7 @@ def read_events(path: str | Path, *, warn=None) -> list[Event]:
     """
     import msgspec
 
-    from faultbench.kernel._events import AnyEvent
+    from faultbench.kernel import AnyEvent
 
     decoder = msgspec.json.Decoder(AnyEvent)
     try:
@@ -89,7 +89,7 @@ def read_events(path: str | Path, *, warn=None) -> list[Event]:
 def world_path(events: list[Event], events_path: str | Path, given: str | None) -> Path:
     """The world file to replay against: `--world`, else the path the log's first event names
     (as written, then relative to the log's directory)."""
-    from faultbench.kernel._events import WorldCreated
+    from faultbench.kernel import WorldCreated
 
     if given is not None:
         p = Path(given)
@@ -130,7 +130,7 @@ def recorded_hash(events: list[Event]) -> str | None:
 def run(args: argparse.Namespace) -> int:
     import msgspec
 
-    from faultbench.kernel._errors import FaultbenchError, ReplayError, WorldFileError
+    from faultbench.kernel import FaultbenchError, ReplayError, WorldFileError
 
     def warn(message: str) -> None:
         print(f"faultbench replay: warning: {message}", file=sys.stderr)
@@ -212,7 +212,7 @@ def _in_field_order(row: dict, record) -> dict:
 
 
 def _print_tables(tables: dict) -> None:
-    from faultbench.kernel._diff import format_value, natural_key
+    from faultbench.kernel import format_value, natural_key
 
     for name, rows in tables.items():
         rows = rows if isinstance(rows, dict) else {str(r.get("id")): r for r in rows}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -32,6 +32,7 @@ from ._events import (
     WorldCreated,
     WorldForked,
 )
+from ._show import iso_time
 
 __all__ = [
     "Divergence",
@@ -71,7 +72,7 @@ def _fmt(v: Any) -> str:
     if v is None or isinstance(v, bool | int | float):
         return repr(v)
     if isinstance(v, datetime):
-        return _iso(v)
+        return iso_time(v)
     if isinstance(v, Mapping):
         return "{" + ", ".join(f"{_key(k)}: {_fmt(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list | tuple):
@@ -83,12 +84,6 @@ def _fmt(v: Any) -> str:
 
 def _key(k: Any) -> str:
     return k if isinstance(k, str) and _IDENT.match(k) else _fmt(k)
-
-
-def _iso(dt: datetime) -> str:
-    if dt.tzinfo is not None and dt.utcoffset() == timedelta(0):
-        return dt.replace(tzinfo=None).isoformat() + "Z"
-    return dt.isoformat()
 
 
 def _seconds(s: float) -> str:
@@ -116,7 +111,7 @@ def format_event(event: Event, limit: int = 160) -> str:
         text = f"{name} {event.table} {event.id}"
     elif isinstance(event, ClockAdvanced):
         step = (event.to - event.at).total_seconds()
-        text = f"{name} +{_seconds(step)} to {_iso(event.to)}"
+        text = f"{name} +{_seconds(step)} to {iso_time(event.to)}"
     elif isinstance(event, CallStarted):
         text = f"{name} {event.tool} {_fmt(event.args)}"
     elif isinstance(event, FaultInjected):

@@ -10,7 +10,6 @@ into "invalid arguments for get_order: `id`: expected a string, got 42".
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 from datetime import datetime
@@ -19,6 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ._errors import InvalidArguments
+from ._names import closest
 from ._show import SHOW_MAX, show_name, show_value
 from ._spec import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
@@ -320,7 +320,7 @@ class Validator:
             extra = [k for k in args if k not in self._args] if isinstance(args, dict) else []
             name = str(extra[0]) if extra else m["name"]
             known = ", ".join(f"`{n}`" for n in self._fields) or "none"
-            close = _close(name, self._fields)
+            close = closest(name, self._fields)
             hint = f" Did you mean `{close}`?" if close else ""
             return head + f"unknown argument `{show_name(name)}`; this tool takes: {known}.{hint}"
         m = _AT.match(msg)
@@ -349,16 +349,7 @@ class Validator:
             want = _FINITE
         text = f"`{name}`: expected {want}, got {show_value(got)}"
         if a.kind == "enum" and isinstance(got, str):
-            close = _close(got, a.choices)
+            close = closest(got, a.choices)
             if close:
                 text += f". Did you mean {close!r}?"
         return head + text
-
-
-def _close(word: str, names: Any) -> str | None:
-    """The name closest to `word`, if one is close; a long `word` is close to nothing (and
-    difflib's cost grows with it, so a megabyte name is not compared at all)."""
-    if len(word) > 100:
-        return None
-    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
-    return close[0] if close else None

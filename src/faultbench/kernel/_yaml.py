@@ -123,11 +123,17 @@ _CONSTRUCTOR = SafeConstructor()
 class Document:
     """Plain values of one YAML document plus where each key and value was written."""
 
-    def __init__(self, data: Any, path: str, where: dict[int, dict[Any, tuple[int, ...]]]):
+    def __init__(
+        self,
+        data: Any,
+        path: str,
+        where: dict[int, dict[Any, tuple[int, ...]]],
+        start: dict[int, Position] | None = None,
+    ):
         self.data = data
         self.path = path
         self._where = where  # id(container) -> key/index -> (key line, col, value line, col)
-        self._start: dict[int, Position] = {}
+        self._start: dict[int, Position] = start if start is not None else {}  # id -> start
         #: problems found while validating the values; the loader raises them all at once
         self.problems: list[SourceError] = []
 
@@ -323,6 +329,4 @@ def parse_yaml(text: str, path: str) -> Document:
     data = builder.build(node)
     if builder.errors:
         raise WorldFileError(builder.errors)
-    doc = Document(data, path, builder.where)
-    doc._start = builder.start
-    return doc
+    return Document(data, path, builder.where, builder.start)

@@ -41,10 +41,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
-from faultbench.kernel._events import encode_events
-from faultbench.kernel._loader import render_faults
-from faultbench.kernel._show import show_repr
+from faultbench.kernel import (
+    FaultbenchError,
+    FaultsDisabled,
+    encode_events,
+    iso_time,
+    parse_duration,
+    render_faults,
+    show_repr,
+)
 
 if TYPE_CHECKING:
     from ._server import WorldServer
@@ -68,11 +73,6 @@ class ControlError(Exception):
 
 def _json(obj: Any, status: int = 200, *, encoder: msgspec.json.Encoder = _encoder) -> Response:
     return Response(encoder.encode(obj) + b"\n", status, media_type="application/json")
-
-
-def _iso(dt: datetime) -> str:
-    text = dt.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 async def _body(request: Request) -> Any:
@@ -209,7 +209,7 @@ class Control:
             {
                 "world": world.name,
                 "seq": _last_seq(world),
-                "now": _iso(world.clock.now()),
+                "now": iso_time(world.clock.now()),
                 "hash": world.state_hash(),
                 "tables": world.to_dict(),
             }
@@ -276,7 +276,7 @@ class Control:
                     f"Instead, received: {show_repr(body, 80)}",
                 )
             self._changed(world)
-        return _json({"now": _iso(world.clock.now())})
+        return _json({"now": iso_time(world.clock.now())})
 
     async def faults(self, request: Request) -> Response:
         world = self._world(request)
@@ -341,8 +341,6 @@ def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise wrong
     if isinstance(value, str):
-        from faultbench.kernel._loader import parse_duration
-
         try:
             return parse_duration(value)
         except ValueError:  # its message quotes the whole text back
