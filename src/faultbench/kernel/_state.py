@@ -83,10 +83,6 @@ class State(msgspec.Struct, frozen=True, gc=False):
         )
         return blake2b(_canon(scalar), digest_size=32).hexdigest()
 
-    def table_view(self) -> immutables.Map:
-        """`Mapping[table, Mapping[id, Mapping[field, value]]]`, as diffs read it."""
-        return self.tables
-
 
 def add_digest(rsum: int, digest: int) -> int:
     return (rsum + digest) % _MOD
