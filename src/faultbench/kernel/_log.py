@@ -23,6 +23,9 @@ from ._events import Event
 class Segment:
     __slots__ = ("base", "items", "start")
 
+    base: EventLog | None
+    start: int
+
     def __init__(self, base: EventLog | None, items: list[Event] | None = None):
         # A view that adds nothing to its own segment can be skipped: this keeps chains
         # short however often a world restores the same snapshot.

@@ -86,7 +86,7 @@ def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Ar
 
 def _about(f: FieldSpec, rspec: RecordSpec) -> str:
     if f.kind == "ref":
-        return f"id of the {_w(f.ref)} this {_w(rspec.name)} refers to"
+        return f"id of the {_w(f.ref or 'record')} this {_w(rspec.name)} refers to"
     if f.kind == "enum":
         return f"{f.name} of the {_w(rspec.name)}: one of {', '.join(f.choices)}"
     if f.kind == "datetime":
@@ -113,7 +113,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
             text = f"only {_w(rspec.plural)} whose {name} equals this; omit to not filter on it"
             if f.kind == "ref":
                 text = (
-                    f"only {_w(rspec.plural)} of this {_w(f.ref)} (its id); "
+                    f"only {_w(rspec.plural)} of this {_w(f.ref or 'record')} (its id); "
                     "omit to not filter on it"
                 )
             out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
@@ -254,7 +254,7 @@ _FINITE_FLOAT = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.flo
 
 def _py_type(a: Arg) -> Any:
     if a.kind == "enum":
-        t: Any = Literal[a.choices]  # type: ignore[valid-type]
+        t: Any = Literal[a.choices]
     else:
         t = {
             "str": str,
@@ -286,7 +286,7 @@ class Validator:
     def __init__(self, tool: str, args: list[Arg]):
         self.tool = tool
         self._args = {a.name: a for a in args}
-        fields = []
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
         for a in args:
             if a.required:
                 fields.append((a.name, _py_type(a)))

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ._errors import RecordError, RecordNotFound
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._names import did_you_mean as _did_you_mean
-from ._schema import INT_MAX, INT_MIN, describe_field, show_value
+from ._schema import INT_MAX, INT_MIN, describe_field
+from ._show import show_value
 
 if TYPE_CHECKING:
     from ._spec import FieldSpec, RecordSpec
@@ -47,6 +48,9 @@ class Record(Mapping[str, Any]):
     """
 
     __slots__ = ("_data", "_name")
+
+    _data: dict[str, Any]
+    _name: str
 
     def __init__(self, name: str, data: dict[str, Any]):
         object.__setattr__(self, "_name", name)
@@ -98,7 +102,7 @@ class Record(Mapping[str, Any]):
         """A fresh dict of the fields, in declaration order."""
         return dict(self._data)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Record], tuple[str, dict[str, Any]]]:
         return (Record, (self._name, dict(self._data)))
 
 
@@ -329,7 +333,7 @@ class Table:
         return Record(self.name, old)
 
     def _existing(self, rid: str) -> dict[str, Any]:
-        old = self._store._state.tables[self.name].get(rid)
+        old: dict[str, Any] | None = self._store._state.tables[self.name].get(rid)
         if old is None:
             raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
         return old

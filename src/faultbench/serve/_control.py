@@ -296,7 +296,7 @@ class Control:
     def _endpoints(self) -> dict[str, list[str]]:
         """path -> its methods, for every endpoint (HEAD, which Starlette adds, left out)."""
         return {
-            r.path: sorted(r.methods - {"HEAD"})
+            r.path: sorted((r.methods or set()) - {"HEAD"})
             for r in self.routes()
             if not r.path.endswith("{rest:path}")
         }
