@@ -100,21 +100,15 @@ class Control:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    async def track_sessions(self, ctx: Any, call_next: Any) -> Any:
-        """MCP server middleware: a session is live from its `initialize` until its
-        connection closes, however it closes (client DELETE, idle timeout, server stop).
-        The SDK unwinds `connection.exit_stack` then, which is where its world is freed."""
-        if ctx.method == "initialize":
-            connection = _connection(ctx)
-            session = getattr(connection, "session_id", None)
-            if session is not None and not connection.state.get("faultbench.tracked"):
-                connection.state["faultbench.tracked"] = True
-                self.live.add(session)
-                connection.exit_stack.callback(self.session_closed, session)
-        return await call_next(ctx)
+    # `_http.SessionTracker` tells when a session begins and ends, from the HTTP exchanges.
+
+    def session_opened(self, session: str) -> None:
+        self.live.add(session)
 
     def session_closed(self, session: str) -> None:
         """Free a session's world, the snapshots taken of it and its journal's file handle."""
+        if session not in self.live:
+            return
         self.live.discard(session)
         world = self.server.sessions.pop(session, None)
         if world is None:
@@ -317,14 +311,6 @@ class Control:
 
     async def sessions(self, request: Request) -> Response:
         return _json({"isolate": self.server.isolate, "sessions": sorted(self.live)})
-
-
-def _connection(ctx: Any) -> Any:
-    """The `mcp.server.connection.Connection` a request came on. mcp 2.3's
-    `ServerRequestContext` does not expose it (its planned `Context.connection` does), so it
-    is read off the request's `ServerSession`; the tests of --isolate fail if that moves."""
-    connection = getattr(ctx, "connection", None)
-    return connection if connection is not None else ctx.session._connection
 
 
 def _last_seq(world: Any) -> int:

@@ -143,7 +143,7 @@ class WorldServer(Server):
         self.isolate = isolate
         self.sessions: dict[str, Any] = {}  # MCP session id -> that session's fork
         #: The MCP sessions open now, when something tracks them (the HTTP app does, see
-        #: `_control.Control.track_sessions`); None: not tracked, any session id is served.
+        #: `_http.SessionTracker`); None: not tracked, any session id is served.
         self.open_sessions: set[str] | None = None
         self.after_call: list[AfterCall] = []
         self.on_new_world: list[Callable[[str, Any], None]] = []
