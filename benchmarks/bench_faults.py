@@ -21,8 +21,7 @@ import statistics
 import textwrap
 import time
 
-from faultbench.kernel import World
-from faultbench.kernel._loader import load_spec
+from faultbench.kernel import World, load_spec
 
 WORLD = textwrap.dedent(
     """

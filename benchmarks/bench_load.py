@@ -20,8 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from faultbench.kernel._loader import load_spec
-from faultbench.kernel._seed import generate_rows
+from faultbench.kernel import generate_rows, load_spec
 
 RUNS = 30
 TARGET_MS = 5.0

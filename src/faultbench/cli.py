@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from types import ModuleType
 
 COMMANDS = ("check", "show", "tools", "serve", "replay", "diff")
 
 
-def _load(name: str):
+def _load(name: str) -> ModuleType:
     return importlib.import_module(f"faultbench.commands.{name}")
 
 
@@ -33,14 +34,14 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=getattr(mod, "HELP", None) if mod else None)
         if mod is not None:
             mod.add_arguments(p)
-            p.set_defaults(_run=mod.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
-    return int(args._run(args) or 0)
+    # argparse requires a command, and the command it names is the one whose module was loaded.
+    return int(_load(args.command).run(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from faultbench.cli import main
-from faultbench.kernel._events import (
+from faultbench.kernel import (
     CallFailed,
     CallStarted,
     CallSucceeded,

@@ -9,16 +9,7 @@ from typing import Any
 
 import immutables
 
-from faultbench.kernel._diff import (
-    FieldChange,
-    RecordAdded,
-    RecordChanged,
-    RecordRemoved,
-    diff_events,
-    diff_tables,
-    format_event,
-)
-from faultbench.kernel._events import (
+from faultbench.kernel import (
     CallFailed,
     CallStarted,
     CallSucceeded,
@@ -29,7 +20,16 @@ from faultbench.kernel._events import (
     RecordUpdated,
     WorldCreated,
     decode_events,
+    diff_events,
     encode_events,
+)
+from faultbench.kernel._diff import (
+    FieldChange,
+    RecordAdded,
+    RecordChanged,
+    RecordRemoved,
+    diff_tables,
+    format_event,
 )
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)

@@ -19,9 +19,9 @@ from faultbench.kernel import (
     WorldFileError,
     decode_events,
     encode_events,
+    load_spec,
     replay,
 )
-from faultbench.kernel._loader import load_spec
 
 WORLD = Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml"
 SPEC = load_spec(WORLD)

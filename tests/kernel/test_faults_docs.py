@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from faultbench.kernel import load_spec, parse_faults
 from faultbench.kernel._faults import FaultPlan
-from faultbench.kernel._loader import load_spec, parse_faults
 from faultbench.kernel._spec import ERROR_KINDS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FAULTS.md"

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from faultbench.kernel._faults import FaultDecision, FaultPlan, created_field, effective_rule
+from faultbench.kernel import effective_rule
+from faultbench.kernel._faults import FaultDecision, FaultPlan, created_field
 from faultbench.kernel._spec import (
     ErrorRule,
     FaultRule,

@@ -1,4 +1,9 @@
-"""`import faultbench` stays light: no mcp, trio, anyio or pytest, in a fresh interpreter."""
+"""`import faultbench` stays light: no mcp, trio, anyio or pytest, in a fresh interpreter.
+
+What each module may import is import-linter's job (the contracts in pyproject.toml, run by
+`lint-imports` in CI). These tests check what a static contract cannot: what is in
+`sys.modules` once the kernel has run (handler modules, `importlib`, imports inside functions
+that only run on some paths), and that the lazily exported names stay lazy."""
 
 from __future__ import annotations
 

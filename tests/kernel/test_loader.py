@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel._errors import WorldFileError
-from faultbench.kernel._loader import load_spec, merged_rule
+from faultbench.kernel import WorldFileError, load_spec
+from faultbench.kernel._loader import merged_rule
 from faultbench.kernel._spec import DEFAULT_CLOCK_START, ErrorRule, Latency, RateLimit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel._errors import WorldFileError
-from faultbench.kernel._loader import load_spec
+from faultbench.kernel import WorldFileError, load_spec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "WORLDS.md"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)

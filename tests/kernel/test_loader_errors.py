@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel._errors import WorldFileError
-from faultbench.kernel._loader import load_spec
+from faultbench.kernel import WorldFileError, load_spec
 
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (

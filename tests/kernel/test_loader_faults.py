@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from faultbench.kernel._errors import WorldFileError
-from faultbench.kernel._loader import load_spec, merged_rule, parse_duration, parse_faults
+from faultbench.kernel import WorldFileError, load_spec, parse_duration, parse_faults
+from faultbench.kernel._loader import merged_rule
 from faultbench.kernel._spec import ErrorRule, FaultRule, Latency, RateLimit
 
 WORLD = """\

@@ -2,7 +2,8 @@
 
 import pytest
 
-from faultbench.kernel._names import did_you_mean, plural
+from faultbench.kernel import did_you_mean
+from faultbench.kernel._names import plural
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,7 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from faultbench.kernel import World
-from faultbench.kernel._loader import load_spec
+from faultbench.kernel import World, load_spec
 
 SPEC = load_spec(Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml")
 
@@ -118,7 +117,7 @@ def test_trio_acall_does_not_import_pytest():
         f"""
         import sys, trio
         from faultbench.kernel import World
-        from faultbench.kernel._loader import load_spec
+        from faultbench.kernel import load_spec
 
         world = World.from_spec(load_spec({str(SPEC.path)!r}), faults=False)
 

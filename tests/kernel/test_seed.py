@@ -12,8 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from faultbench.kernel._loader import load_spec
-from faultbench.kernel._seed import generate_rows
+from faultbench.kernel import generate_rows, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
@@ -58,8 +57,8 @@ def digest(rows) -> str:
 SCRIPT = """\
 import hashlib, sys
 import msgspec
-from faultbench.kernel._loader import load_spec
-from faultbench.kernel._seed import generate_rows
+from faultbench.kernel import load_spec
+from faultbench.kernel import generate_rows
 spec = load_spec(sys.argv[1])
 print(hashlib.sha256(msgspec.json.encode(generate_rows(spec, int(sys.argv[2])))).hexdigest())
 """

@@ -9,20 +9,20 @@ from typing import Any
 import msgspec
 import pytest
 
-from faultbench.kernel._events import (
+from faultbench.kernel import (
     CallFailed,
+    CallResult,
     CallStarted,
     CallSucceeded,
     ClockAdvanced,
     Event,
     FaultInjected,
     RecordCreated,
+    Trace,
     WorldCreated,
     decode_events,
     encode_events,
 )
-from faultbench.kernel._results import CallResult
-from faultbench.kernel._trace import Trace
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 TIMEOUT_MSG = "504 Gateway Timeout: payments.issue_refund did not answer within 30s"

@@ -283,7 +283,7 @@ def test_stale_reads_see_the_records_as_of_an_earlier_virtual_time(world):
 
 
 def test_set_faults_on_a_world_without_faults_says_how_to_get_them(spec):
-    from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
+    from faultbench.kernel import FaultbenchError, FaultsDisabled
 
     world = World.from_spec(spec, faults=False)
     before = world.fault_rules

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -24,7 +24,8 @@ import faultbench
 from faultbench.cli import main as cli_main
 from faultbench.kernel import decode_events
 from faultbench.serve import build_server
-from faultbench.serve._http import build_app, serve_http
+from faultbench.serve._control import Control
+from faultbench.serve._http import SessionTracker, build_app, serve_http
 from faultbench.serve._journal import Journals
 
 from .serve_helpers import SHOP
@@ -489,19 +490,89 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
         assert (await control(server.base, "GET", "state")).json()["tables"] == shared
 
 
+class FakeMcp:
+    """Stands in for the SDK's ASGI app: answers `initialize` with a session id, a DELETE or
+    a request for a session it gave out with 200, and any other session id with 404."""
+
+    def __init__(self) -> None:
+        self.given: set[str] = set()
+
+    async def __call__(self, scope, receive, send) -> None:
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        session = headers.get("mcp-session-id")
+        out = []
+        if session is None:
+            session = f"s-{len(self.given) + 1}"
+            self.given.add(session)
+            out.append((b"mcp-session-id", session.encode()))
+            status = 200
+        elif session not in self.given:
+            status = 404
+        else:
+            status = 200
+            if scope["method"] == "DELETE":
+                self.given.discard(session)
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def exchange(app, method: str, session: str | None = None, path: str = "/mcp") -> None:
+    headers = [] if session is None else [(b"mcp-session-id", session.encode())]
+    scope = {"type": "http", "method": method, "path": path, "headers": headers}
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        pass
+
+    await app(scope, receive, send)
+
+
+def tracked_server() -> tuple[Any, SessionTracker, list[float]]:
+    server = build_server(rule_free_shop(), isolate=True)
+    control = Control(server)
+    server.open_sessions = control.live
+    now = [0.0]
+    return server, SessionTracker(FakeMcp(), control, idle_s=60, clock=lambda: now[0]), now
+
+
+async def test_sessions_are_tracked_from_the_http_exchanges():
+    server, tracker, _ = tracked_server()
+    await exchange(tracker, "POST")  # initialize: the answer carries s-1
+    await exchange(tracker, "POST")
+    assert server.open_sessions == {"s-1", "s-2"}
+    server.world_for("s-1"), server.world_for("s-2")
+    await exchange(tracker, "DELETE", "s-1")  # the client ends it
+    assert server.open_sessions == {"s-2"}
+    assert list(server.sessions) == ["s-2"]
+    await exchange(tracker, "POST", "nope")  # the SDK's 404 for an id it never gave out
+    assert server.open_sessions == {"s-2"}
+    tracker.app.given.clear()  # the SDK forgot s-2 (it idled out there)
+    await exchange(tracker, "POST", "s-2")
+    assert server.open_sessions == set()
+    assert server.sessions == {}
+
+
+async def test_an_idle_session_ends_when_the_next_request_arrives():
+    server, tracker, now = tracked_server()
+    await exchange(tracker, "POST")
+    server.world_for("s-1")
+    now[0] = 59.0
+    await exchange(tracker, "GET", path="/faultbench/sessions")
+    assert server.open_sessions == {"s-1"}
+    await exchange(tracker, "POST", "s-1")  # a request: idle from now on
+    now[0] = 59.0 + 61.0
+    await exchange(tracker, "GET", path="/faultbench/sessions")
+    assert server.open_sessions == set()
+    assert server.sessions == {}
+
+
 async def test_a_call_in_flight_as_its_session_closes_creates_no_world():
     """The session closes between a call's arrival and its handler picking a world: the call
     is a `no_session` tool error, and no fork is made that nothing would ever free."""
-    server = build_server(rule_free_shop(), isolate=True)
-    build_app(server)
-    track = server.middleware[-1]  # Control.track_sessions, registered by build_app
-    connection = SimpleNamespace(session_id="s-1", state={}, exit_stack=AsyncExitStack())
-    initialize = SimpleNamespace(method="initialize", connection=connection)
-
-    async def initialized(ctx):
-        return None
-
-    await track(initialize, initialized)
+    server, tracker, _ = tracked_server()
+    await exchange(tracker, "POST")  # initialize: s-1 opens
     handler = server.get_request_handler("tools/call")
     params = handler.params_type.model_validate(
         {"name": "create_order", "arguments": {"status": "placed", "total": 1.0}}
@@ -511,7 +582,7 @@ async def test_a_call_in_flight_as_its_session_closes_creates_no_world():
     assert (await handler.handler(ctx, params))["isError"] is False
     assert list(server.sessions) == ["s-1"]
 
-    await connection.exit_stack.aclose()  # the session ends: its world is freed
+    await exchange(tracker, "DELETE", "s-1")  # the session ends: its world is freed
     assert server.sessions == {}
     late = await handler.handler(ctx, params)
     assert late["isError"] is True

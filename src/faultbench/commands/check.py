@@ -22,8 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_or_report(path: str):
     """The WorldSpec of `path`, or None after printing why it cannot be loaded."""
-    from faultbench.kernel._errors import WorldFileError
-    from faultbench.kernel._loader import load_spec
+    from faultbench.kernel import WorldFileError, load_spec
 
     try:
         return load_spec(path)
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_or_report(args.world)
     if spec is None:
         return 2
-    from faultbench.kernel._seed import generate_rows
+    from faultbench.kernel import generate_rows
 
     rows = generate_rows(spec, spec.seed)
     sys.stdout.write("\n".join(summary(spec, rows, args.world)) + "\n")
@@ -56,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
-    from faultbench.kernel._faults import effective_rule
-    from faultbench.kernel._schema import operation_args
+    from faultbench.kernel import effective_rule, operation_args
 
     total_rows = sum(len(r) for r in rows.values())
     yield f"world {spec.name} ({path})"
@@ -123,12 +121,12 @@ def describe_rule(rule: Any) -> str:
 
 def _options(e: Any) -> str:
     """An error's `commit:` and its kind's options, as the registry phrases them."""
-    from faultbench.kernel._faultkinds import kind
+    from faultbench.kernel import fault_kind
 
     notes = []
     if e.commit is not None:
         notes.append("commits" if e.commit else "no commit")
-    for option in kind(e.kind).options:
+    for option in fault_kind(e.kind).options:
         value = getattr(e, option.name)
         if value is not None:
             notes.append(option.shown.format(value if option.whole else _secs(value)))
@@ -194,4 +192,6 @@ def _secs(seconds: float) -> str:
 
 
 def _time(dt: datetime) -> str:
-    return dt.isoformat().replace("+00:00", "Z")
+    from faultbench.kernel import iso_time
+
+    return iso_time(dt)

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from faultbench.kernel._diff import diff_events
+    from faultbench.kernel import diff_events
 
     def warn(message: str) -> None:
         print(f"faultbench diff: warning: {message}", file=sys.stderr)

@@ -3,12 +3,20 @@
 Events (msgspec Structs) are folded by one pure reducer (`apply`) into immutable state; a
 `World` wraps that with tables, a virtual clock, tool calls, snapshots, forks and replay.
 It imports msgspec, immutables, pyyaml and the standard library only.
+
+The world file readers (`load_spec`, `parse_faults`, `render_faults`, `parse_duration`) are
+imported on first use: their module imports pyyaml, which `import faultbench` does not pay for.
 """
+
+import importlib as _importlib
+import typing as _typing
 
 from ._clock import VirtualClock as VirtualClock
 from ._diff import EventDiff as EventDiff
 from ._diff import StateDiff as StateDiff
 from ._diff import diff_events as diff_events
+from ._diff import format_value as format_value
+from ._diff import natural_key as natural_key
 from ._errors import FaultbenchError as FaultbenchError
 from ._errors import FaultsDisabled as FaultsDisabled
 from ._errors import HandlerCrashed as HandlerCrashed
@@ -22,6 +30,7 @@ from ._errors import SourceError as SourceError
 from ._errors import ToolCallError as ToolCallError
 from ._errors import UnknownTool as UnknownTool
 from ._errors import WorldFileError as WorldFileError
+from ._events import AnyEvent as AnyEvent
 from ._events import CallFailed as CallFailed
 from ._events import CallStarted as CallStarted
 from ._events import CallSucceeded as CallSucceeded
@@ -36,11 +45,20 @@ from ._events import WorldCreated as WorldCreated
 from ._events import WorldForked as WorldForked
 from ._events import decode_events as decode_events
 from ._events import encode_events as encode_events
+from ._faultkinds import KINDS as FAULT_KINDS
+from ._faultkinds import FaultKind as FaultKind
+from ._faultkinds import kind as fault_kind
+from ._faults import effective_rule as effective_rule
 from ._log import EventLog as EventLog
+from ._names import did_you_mean as did_you_mean
 from ._reducer import apply as apply
 from ._replay import replay as replay
 from ._results import CallResult as CallResult
 from ._results import Tool as Tool
+from ._schema import operation_args as operation_args
+from ._seed import generate_rows as generate_rows
+from ._show import iso_time as iso_time
+from ._show import show_repr as show_repr
 from ._spec import WorldSpec as WorldSpec
 from ._state import State as State
 from ._tables import Record as Record
@@ -50,7 +68,37 @@ from ._world import Snapshot as Snapshot
 from ._world import World as World
 from ._world import load_world as load_world
 
+if _typing.TYPE_CHECKING:
+    from ._loader import load_spec as load_spec
+    from ._loader import parse_duration as parse_duration
+    from ._loader import parse_faults as parse_faults
+    from ._loader import render_faults as render_faults
+
+#: public name -> the module it lives in, for names imported on first use (PEP 562)
+_LAZY = {
+    "load_spec": "._loader",
+    "parse_duration": "._loader",
+    "parse_faults": "._loader",
+    "render_faults": "._loader",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
+    "FAULT_KINDS",
+    "AnyEvent",
     "CallFailed",
     "CallResult",
     "CallStarted",
@@ -60,6 +108,7 @@ __all__ = [
     "EventDiff",
     "EventLog",
     "FaultInjected",
+    "FaultKind",
     "FaultbenchError",
     "FaultsChanged",
     "FaultsDisabled",
@@ -91,8 +140,21 @@ __all__ = [
     "WorldSpec",
     "apply",
     "decode_events",
+    "did_you_mean",
     "diff_events",
+    "effective_rule",
     "encode_events",
+    "fault_kind",
+    "format_value",
+    "generate_rows",
+    "iso_time",
+    "load_spec",
     "load_world",
+    "natural_key",
+    "operation_args",
+    "parse_duration",
+    "parse_faults",
+    "render_faults",
     "replay",
+    "show_repr",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -32,6 +32,7 @@ from ._events import (
     WorldCreated,
     WorldForked,
 )
+from ._show import iso_time
 
 __all__ = [
     "Divergence",
@@ -71,7 +72,7 @@ def _fmt(v: Any) -> str:
     if v is None or isinstance(v, bool | int | float):
         return repr(v)
     if isinstance(v, datetime):
-        return _iso(v)
+        return iso_time(v)
     if isinstance(v, Mapping):
         return "{" + ", ".join(f"{_key(k)}: {_fmt(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list | tuple):
@@ -83,12 +84,6 @@ def _fmt(v: Any) -> str:
 
 def _key(k: Any) -> str:
     return k if isinstance(k, str) and _IDENT.match(k) else _fmt(k)
-
-
-def _iso(dt: datetime) -> str:
-    if dt.tzinfo is not None and dt.utcoffset() == timedelta(0):
-        return dt.replace(tzinfo=None).isoformat() + "Z"
-    return dt.isoformat()
 
 
 def _seconds(s: float) -> str:
@@ -116,7 +111,7 @@ def format_event(event: Event, limit: int = 160) -> str:
         text = f"{name} {event.table} {event.id}"
     elif isinstance(event, ClockAdvanced):
         step = (event.to - event.at).total_seconds()
-        text = f"{name} +{_seconds(step)} to {_iso(event.to)}"
+        text = f"{name} +{_seconds(step)} to {iso_time(event.to)}"
     elif isinstance(event, CallStarted):
         text = f"{name} {event.tool} {_fmt(event.args)}"
     elif isinstance(event, FaultInjected):
@@ -150,7 +145,7 @@ def format_event(event: Event, limit: int = 160) -> str:
 _CHUNK = re.compile(r"(\d+)")
 
 
-def natural_key(s: str) -> tuple:
+def natural_key(s: str) -> tuple[tuple[tuple[int, int, str], ...], str]:
     """Sort key that orders digit runs by value: "2" < "10", "ord-9" < "ord-10"."""
     if s.isdigit():  # the common case: automatic ids
         return (((0, int(s), ""),), s)
@@ -320,6 +315,7 @@ def diff_tables(
             ra = ta.get(rid)
             rb = tb.get(rid)
             if ra is None:
+                assert rb is not None  # a differing id is in one table at least
                 entries.append(RecordAdded(table, rid, {k: rb[k] for k in _field_names(rb)}))
             elif rb is None:
                 entries.append(RecordRemoved(table, rid, {k: ra[k] for k in _field_names(ra)}))
@@ -375,7 +371,7 @@ def _event_key(event: Event) -> bytes:
         idx = tuple(i for i, f in enumerate(cls.__struct_fields__) if f not in ignored)
         _key_fields[cls] = idx
     values = msgspec.structs.astuple(event)
-    if cls is ClockAdvanced:
+    if isinstance(event, ClockAdvanced):
         return _key_encoder.encode(("ClockAdvanced", (event.to - event.at).total_seconds()))
     return _key_encoder.encode((cls.__name__, *[values[i] for i in idx]))
 
@@ -544,24 +540,28 @@ def diff_events(
 
 def _settings(a: list[Event], b: list[Event]) -> str:
     """The run settings the comparison ignores, when they differ: `a: run=0 faults=off; b: ...`."""
-    if not a or not b or type(a[0]) is not WorldCreated or type(b[0]) is not WorldCreated:
+    if not a or not b or not isinstance(a[0], WorldCreated) or not isinstance(b[0], WorldCreated):
         return ""
-    fa = [e for e in (a[0], *_forks(a)) if e is not None]
-    fb = [e for e in (b[0], *_forks(b)) if e is not None]
+    fa: list[WorldCreated | WorldForked] = [a[0], *_forks(a)]
+    fb: list[WorldCreated | WorldForked] = [b[0], *_forks(b)]
     sa, sb = _setting(fa[-1]), _setting(fb[-1])
     return "" if sa == sb else f"a: {sa}; b: {sb}"
 
 
-def _forks(events: list[Event]) -> list[Event]:
-    return [e for e in events if type(e) is WorldForked]
+def _forks(events: list[Event]) -> list[WorldForked]:
+    return [e for e in events if isinstance(e, WorldForked)]
 
 
-def _setting(ev: Event) -> str:
-    return f"run={ev.run} faults={'on' if getattr(ev, 'faults', True) else 'off'}"
+def _setting(ev: WorldCreated | WorldForked) -> str:
+    return f"run={ev.run} faults={'on' if ev.faults else 'off'}"
+
+
+#: difflib's opcode: (tag, a from, a to, b from, b to)
+_Opcode = tuple[str, int, int, int, int]
 
 
 def _render(
-    a: list[Event], b: list[Event], ops: list[tuple], context: int, max_lines: int
+    a: list[Event], b: list[Event], ops: Sequence[_Opcode], context: int, max_lines: int
 ) -> list[str]:
     lines: list[str] = []
     total = 0  # lines that would have been printed without the cap
@@ -574,8 +574,8 @@ def _render(
 
     # Group opcodes into hunks separated by more than 2*context equal events (as difflib's
     # unified_diff does), each with an @@ header of the index ranges it covers.
-    hunks: list[list[tuple]] = []
-    current: list[tuple] = []
+    hunks: list[list[_Opcode]] = []
+    current: list[_Opcode] = []
     for op in ops:
         tag, i1, i2, j1, j2 = op
         if tag == "equal":

@@ -21,13 +21,13 @@ One tree, so callers can catch as broadly or as narrowly as they need::
 
 from __future__ import annotations
 
-import difflib
 import os
 import traceback
 from collections.abc import Sequence
 
 import msgspec
 
+from ._names import did_you_mean
 from ._show import show_repr
 
 
@@ -115,10 +115,7 @@ def unknown_tool_text(tool: object, names: Sequence[str]) -> str:
     """What the agent reads when it calls a tool that does not exist: its name (cut short, it
     may be anything), the closest real one, and every tool it could call instead."""
     name = tool if isinstance(tool, str) else str(tool)
-    hint = ""
-    if len(name) <= 100:  # difflib's cost grows with the name; a long one is close to nothing
-        close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, names, sentence=True)
     return f"unknown tool {show_repr(name, 100)}.{hint} Available tools: {', '.join(names)}"
 
 

@@ -143,11 +143,6 @@ _encoder = msgspec.json.Encoder(order="deterministic")
 _decoder = msgspec.json.Decoder(AnyEvent)
 
 
-def encode_event(event: Event) -> bytes:
-    """One event as one line of JSON, without the newline."""
-    return _encoder.encode(event)
-
-
 def encode_events(events: Iterable[Event]) -> bytes:
     """Events as JSON Lines: deterministic bytes, one event per line, newline-terminated."""
     out = bytearray()

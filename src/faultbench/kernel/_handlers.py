@@ -47,7 +47,7 @@ def resolve_handler(target: str, base_dir: Path) -> Callable[..., Any]:
             "create_return() in shop_rules.py next to the world file"
         )
     module = _import(modname, (base_dir, base_dir.parent))
-    func = getattr(module, funcname, None)
+    func: object = getattr(module, funcname, None)
     if func is None:
         names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
         raise HandlerProblem(

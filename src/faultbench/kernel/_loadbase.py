@@ -14,7 +14,7 @@ from typing import Any
 
 from ._names import did_you_mean, one_of
 from ._spec import FieldSpec, Location, OperationSpec, RecordSpec
-from ._yaml import Document
+from ._yaml import Document, Position
 
 
 class _LoaderBase:
@@ -30,7 +30,7 @@ class _LoaderBase:
         #: tool names as written, valid or not: fault keys naming them are not "unknown"
         self.declared: dict[str, list[str]] = {}
         self.plans: dict[str, dict[str, Any]] = {}  # record -> {"count":, "rows":}
-        self.row_where: dict[int, dict] = {}  # id(clean row) -> the row as written
+        self.row_where: dict[int, dict[Any, Any]] = {}  # id(clean row) -> the row as written
 
     # -- problems -------------------------------------------------------------------------------
 
@@ -44,11 +44,15 @@ class _LoaderBase:
         line, col = self.doc.key_at(container, key)
         return Location(self.doc.path, line, col)
 
+    def pos(self, loc: Location | None) -> Position:
+        """Where a loaded spec element was written ((1, 1) if it was not read from the file)."""
+        return (loc.line, loc.col) if loc is not None else (1, 1)
+
     def where(self, container: Any, key: Any) -> str:
         line, col = self.doc.key_at(container, key)
         return f"{self.doc.path}:{line}:{col}"
 
-    def unknown_keys(self, body: dict, allowed: tuple[str, ...], what: str) -> None:
+    def unknown_keys(self, body: dict[Any, Any], allowed: tuple[str, ...], what: str) -> None:
         for key in body:
             if key not in allowed:
                 expected = (
@@ -57,7 +61,7 @@ class _LoaderBase:
                 )  # fmt: skip
                 self.at_key(body, key, f"unknown key '{key}' in {what}; expected {expected}")
 
-    def mapping(self, parent: Any, key: Any, what: str, example: str) -> dict | None:
+    def mapping(self, parent: Any, key: Any, what: str, example: str) -> dict[Any, Any] | None:
         value = parent[key]
         if value is None:
             return {}
@@ -66,7 +70,7 @@ class _LoaderBase:
             return None
         return value
 
-    def text(self, parent: dict, key: str, what: str) -> str | None:
+    def text(self, parent: dict[Any, Any], key: str, what: str) -> str | None:
         value = parent.get(key)
         if value is None or isinstance(value, str):
             return value

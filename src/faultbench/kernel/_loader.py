@@ -196,7 +196,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             description=description,
         )
 
-    def clock(self, top: dict) -> datetime:
+    def clock(self, top: dict[Any, Any]) -> datetime:
         clock = top.get("clock")
         if clock is None:
             return DEFAULT_CLOCK_START

@@ -14,7 +14,7 @@ from typing import Any
 from ._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
 from ._loadbase import _LoaderBase
 from ._names import did_you_mean, one_of
-from ._spec import OperationSpec
+from ._spec import OperationSpec, ParamSpec
 
 OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
@@ -23,14 +23,20 @@ _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class _OperationsLoader(_LoaderBase):
-    def service_operations(self, svc: str, body: dict) -> None:
+    def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
             return
-        ops = self.mapping(
-            body, "operations", "operations", "operations: {get_order: {kind: get, record: order}}"
+        ops = (
+            self.mapping(
+                body,
+                "operations",
+                "operations",
+                "operations: {get_order: {kind: get, record: order}}",
+            )
+            or {}
         )
-        for tool, decl in (ops or {}).items():
+        for tool, decl in ops.items():
             first = self.tool_at.get(tool)
             op = self.operation(svc, ops, tool, decl)
             if op is not None:
@@ -39,7 +45,9 @@ class _OperationsLoader(_LoaderBase):
             if first is None and isinstance(tool, str):
                 self.declared[svc].append(tool)
 
-    def operation(self, svc: str, ops: dict, tool: Any, decl: Any) -> OperationSpec | None:
+    def operation(
+        self, svc: str, ops: dict[Any, Any], tool: Any, decl: Any
+    ) -> OperationSpec | None:
         if not _TOOL.fullmatch(tool):
             self.at_key(
                 ops, tool,
@@ -83,7 +91,7 @@ class _OperationsLoader(_LoaderBase):
         filters = self.op_filter(tool, kind, decl, record)
         handler = decl.get("handler")
         description = self.text(decl, "description", "description")
-        params: tuple = ()
+        params: tuple[ParamSpec, ...] = ()
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -115,7 +123,9 @@ class _OperationsLoader(_LoaderBase):
             description=description, params=params, loc=self.loc(ops, tool),
         )  # fmt: skip
 
-    def op_record(self, tool: str, kind: str, ops: dict, decl: dict) -> str | None:
+    def op_record(
+        self, tool: str, kind: str, ops: dict[Any, Any], decl: dict[Any, Any]
+    ) -> str | None:
         record = decl.get("record")
         if record is None:
             if kind != "custom":
@@ -147,7 +157,9 @@ class _OperationsLoader(_LoaderBase):
         )
         return None
 
-    def op_filter(self, tool: str, kind: str, decl: dict, record: str | None) -> tuple[str, ...]:
+    def op_filter(
+        self, tool: str, kind: str, decl: dict[Any, Any], record: str | None
+    ) -> tuple[str, ...]:
         if "filter" not in decl:
             return ()
         value = decl["filter"]

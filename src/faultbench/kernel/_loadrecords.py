@@ -27,7 +27,7 @@ _SERVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 class _RecordsLoader(_LoaderBase):
-    def service_records(self, services: dict, svc: Any, body: Any) -> None:
+    def service_records(self, services: dict[Any, Any], svc: Any, body: Any) -> None:
         if not _SERVICE.fullmatch(svc):
             self.at_key(
                 services, svc,
@@ -54,15 +54,15 @@ class _RecordsLoader(_LoaderBase):
         }
         if "records" not in body:
             return
-        records = self.mapping(body, "records", "records", "records: {order: {status: str}}")
-        for rec, fields in (records or {}).items():
+        records = self.mapping(body, "records", "records", "records: {order: {status: str}}") or {}
+        for rec, fields in records.items():
             spec = self.record(svc, records, rec, fields)
             if spec is not None:
                 self.records[rec] = spec
                 self.record_at[rec] = (records, rec)
                 info["records"].append(rec)
 
-    def record(self, svc: str, records: dict, rec: Any, body: Any) -> RecordSpec | None:
+    def record(self, svc: str, records: dict[Any, Any], rec: Any, body: Any) -> RecordSpec | None:
         if not _IDENT.fullmatch(rec) or rec.startswith("_"):
             self.at_key(
                 records, rec,
@@ -113,7 +113,7 @@ class _RecordsLoader(_LoaderBase):
             fields.append(field)
         return RecordSpec(rec, svc, plural(rec), (id_field, *fields), loc=self.loc(records, rec))
 
-    def field(self, rec: str, body: dict, name: Any, decl: Any) -> FieldSpec | None:
+    def field(self, rec: str, body: dict[Any, Any], name: Any, decl: Any) -> FieldSpec | None:
         if not _IDENT.fullmatch(name):
             self.at_key(
                 body, name,
@@ -181,7 +181,7 @@ class _RecordsLoader(_LoaderBase):
                     if dot and f.ref not in qualified and name in self.records:
                         owner = self.records[name].service
                         self.doc.problem(
-                            (f.loc.line, f.loc.col),
+                            self.pos(f.loc),
                             f"'{f.raw}': record '{name}' belongs to service '{owner}', not "
                             f"'{svc}'; expected ref[{owner}.{name}]",
                         )
@@ -189,7 +189,7 @@ class _RecordsLoader(_LoaderBase):
                     elif target is None:
                         hint = did_you_mean(f.ref, [*qualified, *self.records])
                         self.doc.problem(
-                            (f.loc.line, f.loc.col),
+                            self.pos(f.loc),
                             f"'{f.raw}' refers to a record that does not exist; expected one "
                             f"of {one_of(qualified)}{hint}",
                         )

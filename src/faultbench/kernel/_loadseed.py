@@ -21,7 +21,7 @@ MAX_ROWS = 1_000_000
 
 
 class _SeedLoader(_LoaderBase):
-    def service_seed(self, svc: str, body: dict) -> None:
+    def service_seed(self, svc: str, body: dict[Any, Any]) -> None:
         if "seed" not in body:
             return
         block = self.mapping(body, "seed", "seed", "seed: {count: 20} or seed: {order: 20}")
@@ -71,7 +71,7 @@ class _SeedLoader(_LoaderBase):
                     f"or a record of the service ({one_of(own)}){did_you_mean(key, allowed)}",
                 )  # fmt: skip
 
-    def count(self, parent: dict, key: str) -> int:
+    def count(self, parent: dict[Any, Any], key: str) -> int:
         value = parent[key]
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ROWS:
             return value
@@ -82,7 +82,7 @@ class _SeedLoader(_LoaderBase):
         )  # fmt: skip
         return 0
 
-    def rows(self, rec: str, parent: dict, key: str) -> list[dict[str, Any]]:
+    def rows(self, rec: str, parent: dict[Any, Any], key: str) -> list[dict[str, Any]]:
         value = parent[key]
         if not isinstance(value, list):
             self.at_value(
@@ -164,7 +164,7 @@ class _SeedLoader(_LoaderBase):
                 if needs and not target and not field.optional:
                     owner = self.records[field.ref].service
                     self.doc.problem(
-                        (field.loc.line, field.loc.col),
+                        self.pos(field.loc),
                         f"{rec}.{field.name} ({field.raw}) needs '{field.ref}' rows to point "
                         f"at, but '{field.ref}' has no seed rows while '{rec}' gets some; "
                         f"expected seed: {{{field.ref}: N}} under services.{owner}, or an "

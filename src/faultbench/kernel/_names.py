@@ -91,16 +91,28 @@ def plural(word: str) -> str:
     return head + sep + _plural_word(last)
 
 
-def did_you_mean(word: object, candidates: Iterable[str]) -> str:
-    """`"; did you mean 'x'?"` for the closest candidate, or `""` when none is close."""
-    if not isinstance(word, str):
-        return ""
+def closest(word: object, candidates: Iterable[str]) -> str | None:
+    """The candidate closest to `word`: difflib's best match (ratio >= 0.6), else one that
+    differs only in case, else None. A non-string, or a word over 100 characters (difflib's
+    cost grows with it, and an agent can send a megabyte), is close to nothing."""
+    if not isinstance(word, str) or len(word) > 100:
+        return None
     candidates = list(candidates)
     match = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
-    if not match:
-        lower = {c.lower(): c for c in candidates}
-        match = [lower[word.lower()]] if word.lower() in lower else []
-    return f"; did you mean '{match[0]}'?" if match else ""
+    if match:
+        return match[0]
+    lower = {c.lower(): c for c in candidates}
+    return lower.get(word.lower())
+
+
+def did_you_mean(word: object, candidates: Iterable[str], *, sentence: bool = False) -> str:
+    """The closest candidate as a hint, or `""` when none is close. World file problems end
+    a clause (`"; did you mean 'x'?"`); runtime errors, with `sentence=True`, end a sentence
+    (`" Did you mean 'x'?"`)."""
+    match = closest(word, candidates)
+    if match is None:
+        return ""
+    return f" Did you mean {match!r}?" if sentence else f"; did you mean {match!r}?"
 
 
 def one_of(candidates: Iterable[str]) -> str:

@@ -10,7 +10,6 @@ into "invalid arguments for get_order: `id`: expected a string, got 42".
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 from datetime import datetime
@@ -19,6 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ._errors import InvalidArguments
+from ._names import closest
 from ._show import SHOW_MAX, show_name, show_value
 from ._spec import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
@@ -86,7 +86,7 @@ def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Ar
 
 def _about(f: FieldSpec, rspec: RecordSpec) -> str:
     if f.kind == "ref":
-        return f"id of the {_w(f.ref)} this {_w(rspec.name)} refers to"
+        return f"id of the {_w(f.ref or 'record')} this {_w(rspec.name)} refers to"
     if f.kind == "enum":
         return f"{f.name} of the {_w(rspec.name)}: one of {', '.join(f.choices)}"
     if f.kind == "datetime":
@@ -113,7 +113,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
             text = f"only {_w(rspec.plural)} whose {name} equals this; omit to not filter on it"
             if f.kind == "ref":
                 text = (
-                    f"only {_w(rspec.plural)} of this {_w(f.ref)} (its id); "
+                    f"only {_w(rspec.plural)} of this {_w(f.ref or 'record')} (its id); "
                     "omit to not filter on it"
                 )
             out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
@@ -254,7 +254,7 @@ _FINITE_FLOAT = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.flo
 
 def _py_type(a: Arg) -> Any:
     if a.kind == "enum":
-        t: Any = Literal[a.choices]  # type: ignore[valid-type]
+        t: Any = Literal[a.choices]
     else:
         t = {
             "str": str,
@@ -286,7 +286,7 @@ class Validator:
     def __init__(self, tool: str, args: list[Arg]):
         self.tool = tool
         self._args = {a.name: a for a in args}
-        fields = []
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
         for a in args:
             if a.required:
                 fields.append((a.name, _py_type(a)))
@@ -320,7 +320,7 @@ class Validator:
             extra = [k for k in args if k not in self._args] if isinstance(args, dict) else []
             name = str(extra[0]) if extra else m["name"]
             known = ", ".join(f"`{n}`" for n in self._fields) or "none"
-            close = _close(name, self._fields)
+            close = closest(name, self._fields)
             hint = f" Did you mean `{close}`?" if close else ""
             return head + f"unknown argument `{show_name(name)}`; this tool takes: {known}.{hint}"
         m = _AT.match(msg)
@@ -349,16 +349,7 @@ class Validator:
             want = _FINITE
         text = f"`{name}`: expected {want}, got {show_value(got)}"
         if a.kind == "enum" and isinstance(got, str):
-            close = _close(got, a.choices)
+            close = closest(got, a.choices)
             if close:
                 text += f". Did you mean {close!r}?"
         return head + text
-
-
-def _close(word: str, names: Any) -> str | None:
-    """The name closest to `word`, if one is close; a long `word` is close to nothing (and
-    difflib's cost grows with it, so a megabyte name is not compared at all)."""
-    if len(word) > 100:
-        return None
-    close = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
-    return close[0] if close else None

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from ._names import plural
 from ._spec import FieldSpec, RecordSpec, SeedPlan, WorldSpec
+
+_T = TypeVar("_T")
 
 #: seeded datetimes fall in this window before the world's clock start
 WINDOW_S = 30 * 86400
@@ -98,10 +100,12 @@ class _Rng(random.Random):
     """Mersenne Twister with one-line `choice` and `randrange` (the stdlib ones go through
     `_randbelow`, twice the cost); both are fixed functions of `random()`, so stable."""
 
-    def choice(self, seq):  # type: ignore[override]
+    # Sequences only (typeshed's `SupportsLenAndGetItem` is not importable at run time).
+    def choice(self, seq: Sequence[_T]) -> _T:  # type: ignore[override]
         return seq[int(self.random() * len(seq))]
 
-    def randrange(self, start, stop):  # type: ignore[override]
+    # Two arguments only (no step, no one-argument form): the generators never need more.
+    def randrange(self, start: int, stop: int) -> int:  # type: ignore[override]
         return start + int(self.random() * (stop - start))
 
 

@@ -5,12 +5,17 @@ thousands of levels deep. Messages that quote what it sent must stay readable an
 rendering must never be the thing that fails (a RecursionError here would turn the agent's
 mistake into an `internal_error`). So rendering stops at a depth (deeper containers read
 `[...]` / `{...}`) and at a length (`...`), and never walks more of the value than it prints.
+
+Also `iso_time`: the one way every message, log line, control API answer and CLI table writes
+a virtual time.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Set
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -19,6 +24,16 @@ import msgspec
 SHOW_MAX = 200
 #: Containers nested deeper than this read `[...]` / `{...}`.
 SHOW_DEPTH = 3
+
+
+@functools.lru_cache(maxsize=64)
+def iso_time(dt: datetime) -> str:
+    """ISO 8601, UTC written `Z`: `2025-06-01T00:00:00Z`; other offsets as `isoformat` gives
+    them. Cached: a virtual clock that only moves on latency gives call after call the same
+    few times, and `isoformat` of an aware datetime costs ~1 us."""
+    if dt.tzinfo is not None and dt.utcoffset() == timedelta(0):
+        return dt.replace(tzinfo=None).isoformat() + "Z"
+    return dt.isoformat()
 
 
 class _Full(Exception):

@@ -33,7 +33,7 @@ import immutables
 import msgspec
 
 _MOD = 1 << 256
-_EMPTY: immutables.Map = immutables.Map()
+_EMPTY: immutables.Map[str, int] = immutables.Map()
 
 # Sorted keys make the digest independent of dict insertion order.
 _canon = msgspec.json.Encoder(order="deterministic").encode
@@ -68,16 +68,16 @@ class State(msgspec.Struct, frozen=True, gc=False):
     """One world's state. Build it only with `State.empty` and `apply`."""
 
     #: record name -> id -> field dict (field order, `id` included)
-    tables: immutables.Map
+    tables: immutables.Map[str, immutables.Map[str, dict[str, Any]]]
     #: the virtual clock, timezone-aware UTC
     clock: datetime
     #: number of events applied so far: the `seq` the next event gets
     seq: int = 0
     #: record name -> the next automatic id (as an int)
-    next_ids: immutables.Map = _EMPTY
+    next_ids: immutables.Map[str, int] = _EMPTY
     #: tool name -> number of valid calls so far (the `k` of the last one); fault scripts
     #: count on this, and forks inherit it with the rest of the state
-    k: immutables.Map = _EMPTY
+    k: immutables.Map[str, int] = _EMPTY
     #: number of calls started (valid or not); the next call id is `c{calls + 1}`
     calls: int = 0
     #: sum of record digests mod 2**256 (see module docstring)
@@ -89,7 +89,7 @@ class State(msgspec.Struct, frozen=True, gc=False):
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
         """A state with the given (empty) tables, before any event."""
         return cls(
-            tables=immutables.Map(dict.fromkeys(tables, _EMPTY)),
+            tables=immutables.Map({name: immutables.Map() for name in tables}),
             clock=clock,
             next_ids=immutables.Map(dict.fromkeys(tables, 1)),
         )

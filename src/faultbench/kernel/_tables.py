@@ -8,24 +8,25 @@ which applies them. Nothing here mutates state directly.
 
 from __future__ import annotations
 
-import difflib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._errors import RecordError, RecordNotFound
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
-from ._schema import INT_MAX, INT_MIN, describe_field, show_value
+from ._names import did_you_mean as _did_you_mean
+from ._schema import INT_MAX, INT_MIN, describe_field
+from ._show import show_value
 
 if TYPE_CHECKING:
     from ._spec import FieldSpec, RecordSpec
 
 
-def did_you_mean(name: str, options: Any) -> str:
-    """` Did you mean 'x'?` (leading space) or an empty string."""
-    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
+def did_you_mean(name: object, options: Iterable[str]) -> str:
+    """` Did you mean 'x'?` (leading space) or an empty string. A thin alias of
+    `_names.did_you_mean(..., sentence=True)` for callers not yet switched to it."""
+    return _did_you_mean(name, options, sentence=True)
 
 
 def id_order(rid: str) -> tuple[int, int, str]:
@@ -48,6 +49,9 @@ class Record(Mapping[str, Any]):
 
     __slots__ = ("_data", "_name")
 
+    _data: dict[str, Any]
+    _name: str
+
     def __init__(self, name: str, data: dict[str, Any]):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_data", data)
@@ -60,7 +64,7 @@ class Record(Mapping[str, Any]):
         except KeyError:
             raise AttributeError(
                 f"{self._name} has no field {key!r}; fields: {', '.join(self._data)}."
-                + did_you_mean(key, self._data)
+                + _did_you_mean(key, self._data, sentence=True)
             ) from None
 
     def __setattr__(self, key: str, value: Any) -> None:
@@ -98,7 +102,7 @@ class Record(Mapping[str, Any]):
         """A fresh dict of the fields, in declaration order."""
         return dict(self._data)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Record], tuple[str, dict[str, Any]]]:
         return (Record, (self._name, dict(self._data)))
 
 
@@ -143,7 +147,11 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
                 f"{value!r}. Fix: datetime(..., tzinfo=timezone.utc) or clock.now()."
             )
         return value.astimezone(UTC)
-    hint = did_you_mean(value, f.choices) if kind == "enum" and isinstance(value, str) else ""
+    hint = (
+        _did_you_mean(value, f.choices, sentence=True)
+        if kind == "enum" and isinstance(value, str)
+        else ""
+    )
     raise RecordError(
         f"{table}.{f.name}: expected {want or describe_field(f)}. Instead, received: {show_value(value)}{hint}"
     )
@@ -153,7 +161,7 @@ def _unknown_field(rspec: RecordSpec, key: str) -> RecordError:
     names = [f.name for f in rspec.fields]
     return RecordError(
         f"{rspec.name} has no field {key!r}; expected one of: {', '.join(names)}."
-        + did_you_mean(key, names)
+        + _did_you_mean(key, names, sentence=True)
     )
 
 
@@ -333,7 +341,7 @@ class Table:
         return Record(self.name, old)
 
     def _existing(self, rid: str) -> dict[str, Any]:
-        old = self._store.state.tables[self.name].get(rid)
+        old: dict[str, Any] | None = self._store.state.tables[self.name].get(rid)
         if old is None:
             raise RecordNotFound(f"{self.name} {rid!r} not found", table=self.name, id=rid)
         return old

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ._diff import _iso, format_value
+from ._diff import format_value
 from ._events import (
     CallFailed,
     CallStarted,
@@ -31,6 +31,7 @@ from ._events import (
     WorldCreated,
 )
 from ._results import CallResult
+from ._show import iso_time
 
 __all__ = ["Trace"]
 
@@ -355,7 +356,7 @@ class Trace:
     def __str__(self) -> str:
         n, failed = self._n, self.count(ok=False)
         origin = self._index.origin
-        since = f" (offsets from {_iso(origin)})" if origin else ""
+        since = f" (offsets from {iso_time(origin)})" if origin else ""
         head = f"Trace: {n} call{'' if n == 1 else 's'}, {failed} failed{since}"
         return "\n".join([head, *self.lines()])
 

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.parser import Parser
 from yaml.reader import Reader, ReaderError
 from yaml.resolver import Resolver
@@ -68,7 +68,7 @@ class _CachedResolver(Resolver):
 
     _cache: typing.ClassVar[dict[str, str]] = {}
 
-    def resolve(self, kind, value, implicit):
+    def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> Any:
         if kind is ScalarNode and implicit[0]:
             tag = self._cache.get(value)
             if tag is None:
@@ -101,10 +101,11 @@ except ImportError:  # pyyaml built without libyaml
     _COMPOSERS = (_PyComposer,)
 
 
-def _compose(text: str):
+def _compose(text: str) -> Node | None:
     composer = _COMPOSERS[0](text)
     try:
-        return composer.get_single_node()
+        node: Node | None = composer.get_single_node()
+        return node
     finally:
         composer.dispose()
 
@@ -123,11 +124,17 @@ _CONSTRUCTOR = SafeConstructor()
 class Document:
     """Plain values of one YAML document plus where each key and value was written."""
 
-    def __init__(self, data: Any, path: str, where: dict[int, dict[Any, tuple[int, ...]]]):
+    def __init__(
+        self,
+        data: Any,
+        path: str,
+        where: dict[int, dict[Any, tuple[int, ...]]],
+        start: dict[int, Position] | None = None,
+    ):
         self.data = data
         self.path = path
         self._where = where  # id(container) -> key/index -> (key line, col, value line, col)
-        self._start: dict[int, Position] = {}
+        self._start: dict[int, Position] = start if start is not None else {}  # id -> start
         #: problems found while validating the values; the loader raises them all at once
         self.problems: list[SourceError] = []
 
@@ -162,7 +169,7 @@ class _Builder:
         self.errors: list[SourceError] = []
         self.done: dict[int, Any] = {}  # aliases: one node, one value
 
-    def build(self, node) -> Any:
+    def build(self, node: Node) -> Any:
         if isinstance(node, ScalarNode):
             return self.scalar(node)
         done = self.done.get(id(node))
@@ -230,7 +237,7 @@ class _Builder:
                         spots[key] = self.where[id(other)][key]
         return mapping
 
-    def scalar(self, node) -> Any:
+    def scalar(self, node: ScalarNode) -> Any:
         if node.tag == _STR:
             value = node.value
             return value.translate(_SHOW) if self.unhide else value
@@ -253,7 +260,7 @@ class _Builder:
             return node.value
 
 
-def _tag_error(path: str, node) -> SourceError:
+def _tag_error(path: str, node: Node) -> SourceError:
     m = node.start_mark
     return SourceError(
         path, m.line + 1, m.column + 1,
@@ -323,6 +330,4 @@ def parse_yaml(text: str, path: str) -> Document:
     data = builder.build(node)
     if builder.errors:
         raise WorldFileError(builder.errors)
-    doc = Document(data, path, builder.where)
-    doc._start = builder.start
-    return doc
+    return Document(data, path, builder.where, builder.start)

@@ -41,10 +41,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from faultbench.kernel._errors import FaultbenchError, FaultsDisabled
-from faultbench.kernel._events import encode_events
-from faultbench.kernel._loader import render_faults
-from faultbench.kernel._show import show_repr
+from faultbench.kernel import (
+    FaultbenchError,
+    FaultsDisabled,
+    encode_events,
+    iso_time,
+    parse_duration,
+    render_faults,
+    show_repr,
+)
 
 if TYPE_CHECKING:
     from ._server import WorldServer
@@ -68,11 +73,6 @@ class ControlError(Exception):
 
 def _json(obj: Any, status: int = 200, *, encoder: msgspec.json.Encoder = _encoder) -> Response:
     return Response(encoder.encode(obj) + b"\n", status, media_type="application/json")
-
-
-def _iso(dt: datetime) -> str:
-    text = dt.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 async def _body(request: Request) -> Any:
@@ -100,21 +100,15 @@ class Control:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    async def track_sessions(self, ctx: Any, call_next: Any) -> Any:
-        """MCP server middleware: a session is live from its `initialize` until its
-        connection closes, however it closes (client DELETE, idle timeout, server stop).
-        The SDK unwinds `connection.exit_stack` then, which is where its world is freed."""
-        if ctx.method == "initialize":
-            connection = _connection(ctx)
-            session = getattr(connection, "session_id", None)
-            if session is not None and not connection.state.get("faultbench.tracked"):
-                connection.state["faultbench.tracked"] = True
-                self.live.add(session)
-                connection.exit_stack.callback(self.session_closed, session)
-        return await call_next(ctx)
+    # `_http.SessionTracker` tells when a session begins and ends, from the HTTP exchanges.
+
+    def session_opened(self, session: str) -> None:
+        self.live.add(session)
 
     def session_closed(self, session: str) -> None:
         """Free a session's world, the snapshots taken of it and its journal's file handle."""
+        if session not in self.live:
+            return
         self.live.discard(session)
         world = self.server.sessions.pop(session, None)
         if world is None:
@@ -209,7 +203,7 @@ class Control:
             {
                 "world": world.name,
                 "seq": _last_seq(world),
-                "now": _iso(world.clock.now()),
+                "now": iso_time(world.clock.now()),
                 "hash": world.state_hash(),
                 "tables": world.to_dict(),
             }
@@ -276,7 +270,7 @@ class Control:
                     f"Instead, received: {show_repr(body, 80)}",
                 )
             self._changed(world)
-        return _json({"now": _iso(world.clock.now())})
+        return _json({"now": iso_time(world.clock.now())})
 
     async def faults(self, request: Request) -> Response:
         world = self._world(request)
@@ -296,7 +290,7 @@ class Control:
     def _endpoints(self) -> dict[str, list[str]]:
         """path -> its methods, for every endpoint (HEAD, which Starlette adds, left out)."""
         return {
-            r.path: sorted(r.methods - {"HEAD"})
+            r.path: sorted((r.methods or set()) - {"HEAD"})
             for r in self.routes()
             if not r.path.endswith("{rest:path}")
         }
@@ -319,14 +313,6 @@ class Control:
         return _json({"isolate": self.server.isolate, "sessions": sorted(self.live)})
 
 
-def _connection(ctx: Any) -> Any:
-    """The `mcp.server.connection.Connection` a request came on. mcp 2.3's
-    `ServerRequestContext` does not expose it (its planned `Context.connection` does), so it
-    is read off the request's `ServerSession`; the tests of --isolate fail if that moves."""
-    connection = getattr(ctx, "connection", None)
-    return connection if connection is not None else ctx.session._connection
-
-
 def _last_seq(world: Any) -> int:
     events = world.events
     return events[-1].seq if len(events) else -1
@@ -341,8 +327,6 @@ def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise wrong
     if isinstance(value, str):
-        from faultbench.kernel._loader import parse_duration
-
         try:
             return parse_duration(value)
         except ValueError:  # its message quotes the whole text back

@@ -11,11 +11,11 @@ Facts about mcp 2.3.0 this module relies on:
 - `json_response=True` answers each POST with one JSON body instead of an SSE stream: we
   never send server-to-client messages mid-call, and it is cheaper.
 - Bodies over 4 MiB get 413 before parsing (the SDK's default limit).
-- A stateful session ends on the client's DELETE, after `session_idle_timeout` (30 min) with
-  no request, or when the server stops; the session manager has no hook for it, but each
-  session runs one `Connection` whose `exit_stack` is unwound (shielded) when it closes, and
-  `Server.middleware` sees the session's `initialize` with `ctx.session_id` and
-  `ctx.connection`: `Control.track_sessions` registers the cleanup there.
+- A stateful session begins when the answer to a POST without `Mcp-Session-Id` carries one,
+  and ends on the client's DELETE, after `session_idle_timeout` with no request in flight, or
+  when the server stops. No public API says when (a middleware's `ServerRequestContext` has
+  no `connection`), so `SessionTracker` reads it off the HTTP exchanges; after a session ends
+  the SDK answers its id with 404.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import hmac
 import ipaddress
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -35,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ._control import PREFIX, Control
+from ._server import SESSION_HEADER
 
 log = logging.getLogger("faultbench.serve")
 
@@ -127,19 +129,111 @@ def build_app(
         )
     security = security_settings(host)
     control = Control(server, journal=journal)
-    if server.isolate:
-        # Per-session worlds are freed when their session ends; only isolating servers pay
-        # for the extra middleware layer.
-        server.middleware.append(control.track_sessions)
-        server.open_sessions = control.live
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
+        session_idle_timeout=SESSION_IDLE_S,
         transport_security=security,
         host=host,
         custom_starlette_routes=control.routes(),
     )
+    if server.isolate:
+        # Per-session worlds are freed when their session ends; only isolating servers pay
+        # for the extra middleware layer.
+        server.open_sessions = control.live
+        app = SessionTracker(app, control)
     return _Guard(app, token=token, security=security)
+
+
+#: The SDK idles a session out after this long with no request in flight; we pass it the value
+#: so that `SessionTracker` uses the same one.
+SESSION_IDLE_S = 30 * 60
+#: ...and free a session's world this much later, when the SDK has surely forgotten it: a
+#: request in between gets the SDK's 404, which ends the session here too.
+_IDLE_MARGIN_S = 60
+
+
+class SessionTracker:
+    """ASGI middleware (with --isolate): keeps `Control.live`, the MCP sessions open now,
+    from the HTTP exchanges at the MCP endpoint, and frees a session's world when it ends.
+
+    A session opens when a POST without `Mcp-Session-Id` is answered 2xx with one (the
+    initialize handshake). It ends when a DELETE of it is answered 2xx, when a request for it
+    is answered 404 (the SDK no longer knows it), or when it has had no request in flight for
+    longer than the SDK's idle timeout (checked whenever a request arrives, on any path, so
+    `GET /faultbench/sessions` never lists one that idled out).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        control: Control,
+        *,
+        path: str = "/mcp",
+        idle_s: float = SESSION_IDLE_S + _IDLE_MARGIN_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.app = app
+        self.control = control
+        self.path = path
+        self.idle_s = idle_s
+        self.clock = clock
+        self.in_flight: dict[str, int] = {}  # session -> its requests being answered now
+        self.idle_since: dict[str, float] = {}  # session -> when its last request ended
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.sweep()
+        if scope["path"].rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        session = Headers(scope=scope).get(SESSION_HEADER)
+        status = 0
+
+        async def watch(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                given = Headers(raw=message.get("headers") or []).get(SESSION_HEADER)
+                if session is None and given is not None and 200 <= status < 300:
+                    self.opened(given)
+            await send(message)
+
+        if session is None or session not in self.control.live:
+            await self.app(scope, receive, watch)
+            if status == 404 and session is not None:
+                self.closed(session)
+            return
+        self.in_flight[session] = self.in_flight.get(session, 0) + 1
+        self.idle_since.pop(session, None)
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            left = self.in_flight.pop(session, 1) - 1
+            if left:
+                self.in_flight[session] = left
+            elif session in self.control.live:
+                self.idle_since[session] = self.clock()
+        if status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300):
+            self.closed(session)
+
+    def opened(self, session: str) -> None:
+        self.control.session_opened(session)
+        self.idle_since[session] = self.clock()
+
+    def closed(self, session: str) -> None:
+        self.idle_since.pop(session, None)
+        self.control.session_closed(session)
+
+    def sweep(self) -> None:
+        """End the sessions that have been idle for longer than the SDK keeps them."""
+        if not self.idle_since:
+            return
+        limit = self.clock() - self.idle_s
+        for session in [s for s, t in self.idle_since.items() if t < limit]:
+            self.closed(session)
 
 
 class ListenError(OSError):

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from faultbench.kernel._events import encode_events
+from faultbench.kernel import encode_events
 
 
 class Journal:

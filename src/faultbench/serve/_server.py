@@ -26,7 +26,6 @@ Facts about mcp 2.3.0 this module relies on (checked against the installed sourc
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -36,11 +35,10 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from faultbench.kernel._errors import ToolCallError
-from faultbench.kernel._results import CallResult
+from faultbench.kernel import CallResult, ToolCallError, iso_time
 
 if TYPE_CHECKING:
-    from faultbench.kernel._results import Tool
+    from faultbench.kernel import Tool
 
 __all__ = ["WorldServer", "build_server"]
 
@@ -65,16 +63,6 @@ _ANNOTATIONS = {
 }
 
 AfterCall = Callable[[Any, CallResult], None]
-
-
-@functools.lru_cache(maxsize=64)
-def _iso(dt) -> str | None:
-    # Cached: `isoformat` of an aware datetime is ~1 us, and a virtual clock that only moves
-    # on latency gives call after call the same few times.
-    if dt is None:
-        return None
-    text = dt.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def mcp_tool(tool: Tool) -> types.Tool:
@@ -103,8 +91,8 @@ def render_result(result: CallResult, protocol_version: str | None = None) -> di
     # and one shape for both protocol eras is easier on clients.
     meta: dict[str, Any] = {"call_id": result.call_id}
     if result.started_at is not None:
-        meta["started_at"] = _iso(result.started_at)
-        meta["finished_at"] = _iso(result.finished_at)
+        meta["started_at"] = iso_time(result.started_at)
+        meta["finished_at"] = iso_time(result.finished_at)
     if result.fault is not None:
         meta["fault"] = result.fault
     out: dict[str, Any] = {
@@ -155,7 +143,7 @@ class WorldServer(Server):
         self.isolate = isolate
         self.sessions: dict[str, Any] = {}  # MCP session id -> that session's fork
         #: The MCP sessions open now, when something tracks them (the HTTP app does, see
-        #: `_control.Control.track_sessions`); None: not tracked, any session id is served.
+        #: `_http.SessionTracker`); None: not tracked, any session id is served.
         self.open_sessions: set[str] | None = None
         self.after_call: list[AfterCall] = []
         self.on_new_world: list[Callable[[str, Any], None]] = []

@@ -112,7 +112,9 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             # Divert fd 1 to stderr while we own the real stdout.
             saved_stdout_fd = os.dup(1)
             os.dup2(2, 1)
-        async with stdio_server(stdin=stdin, stdout=stdout) as streams:
+        # Duck-typed: stdio_server only iterates stdin and awaits stdout.write/flush, which is
+        # all an anyio AsyncFile is used for there.
+        async with stdio_server(stdin=stdin, stdout=stdout) as streams:  # type: ignore[arg-type]
             yield streams
     finally:
         if saved_stdout_fd is not None:
