@@ -23,11 +23,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from ._events import Event
 from ._log import EventLog, Segment
 from ._reducer import apply
 from ._state import State
+
+
+class Store(Protocol):
+    """What tables and the clock read and write through: a `Book`, a `Draft` or a handler's
+    transaction."""
+
+    @property
+    def state(self) -> State: ...
+
+    @property
+    def call_id(self) -> str | None: ...
+
+    def emit(self, event: Event) -> None: ...
 
 
 class Draft:

@@ -8,9 +8,12 @@ part of the log: a replay, a fork or a restore has exactly the clock it had.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._events import ClockAdvanced
+
+if TYPE_CHECKING:
+    from ._book import Store
 
 
 class VirtualClock:
@@ -18,7 +21,7 @@ class VirtualClock:
 
     __slots__ = ("_store",)
 
-    def __init__(self, store: Any):
+    def __init__(self, store: Store):
         self._store = store
 
     def __repr__(self) -> str:

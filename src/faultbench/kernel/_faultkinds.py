@@ -126,7 +126,7 @@ def _secs(s: float) -> str:
     return f"{s:g}s"
 
 
-def _gateway_timeout(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None):
+def _gateway_timeout(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     return f"504 Gateway Timeout: {target.qualname} did not answer within {_secs(d.timeout_s)}"
 
 
@@ -135,12 +135,14 @@ def _status(text: str) -> Message:
     return lambda d, target, rule, target_id: text.format(name=target.qualname)
 
 
-def _too_many_requests(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None):
-    retry = d.retry_after_s or _RETRY_AFTER.default
+def _too_many_requests(
+    d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None
+) -> str:
+    retry = float(d.retry_after_s or _RETRY_AFTER.default or 0)
     return f"429 Too Many Requests: {target.qualname} is rate limited; retry after {_secs(retry)}"
 
 
-def _rate_limited(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None):
+def _rate_limited(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     rl = rule.rate_limit
     assert rl is not None
     return (
@@ -150,7 +152,7 @@ def _rate_limited(d: FaultDecision, target: Any, rule: FaultRule, target_id: str
     )
 
 
-def _not_found(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None):
+def _not_found(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     # the very words a record that is really missing gets, so a fake 404 passes for a real one
     return not_found_text(target.qualname, target.record, target_id)
 

@@ -27,6 +27,7 @@ import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from statistics import NormalDist
+from typing import Any
 
 import msgspec
 
@@ -243,7 +244,7 @@ class FaultPlan:
         # The kind's options come from the rule (rule_for wrote every default out), or, for a
         # kind no rule names (rate_limit), from what the plan computed.
         computed = {"retry_after_s": retry_after}
-        options = {
+        options: dict[str, Any] = {
             o.name: getattr(chosen, o.name) if chosen is not None else computed.get(o.name)
             for o in spec.options
         }

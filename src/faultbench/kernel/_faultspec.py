@@ -118,7 +118,7 @@ class _RuleParser:
                 rules[target] = rule
         return rules
 
-    def check_target(self, block: dict, target: Any) -> bool:
+    def check_target(self, block: dict[str, Any], target: Any) -> bool:
         if target in self.keys:
             return True
         if not isinstance(target, str):  # only from Python objects: YAML keys are text
@@ -163,7 +163,7 @@ class _RuleParser:
 
     # -- one rule ------------------------------------------------------------------------------
 
-    def parse_rule(self, block: dict, target: str, body: Any) -> FaultRule | None:
+    def parse_rule(self, block: dict[str, Any], target: str, body: Any) -> FaultRule | None:
         line, col = self.doc.key_at(block, target)
         loc = Location(self.doc.path, line, col)
         if body is None:
@@ -218,7 +218,7 @@ class _RuleParser:
             return None
         return rule
 
-    def kinds_fit(self, target: str, body: dict, rule: FaultRule) -> bool:
+    def kinds_fit(self, target: str, body: dict[str, Any], rule: FaultRule) -> bool:
         """A rule keyed by one operation may not name a kind that can never happen to it
         (`duplicate` on a read, `stale_read` on a write): it would be silently ignored."""
         op_kind = self.op_kinds.get(target)
@@ -244,7 +244,7 @@ class _RuleParser:
             )  # fmt: skip
         return ok
 
-    def latency(self, body: dict, key: str, value: Any) -> Latency | None:
+    def latency(self, body: dict[str, Any], key: str, value: Any) -> Latency | None:
         if _is_ms(value):
             return Latency("fixed", lo_ms=float(value), hi_ms=float(value))
         if isinstance(value, list) and len(value) == 2 and all(_is_ms(v) for v in value):
@@ -275,7 +275,9 @@ class _RuleParser:
         )  # fmt: skip
         return None
 
-    def errors(self, body: dict, key: str, value: Any, fields: dict) -> tuple[ErrorRule, ...]:
+    def errors(
+        self, body: dict[str, Any], key: str, value: Any, fields: dict[str, Any]
+    ) -> tuple[ErrorRule, ...]:
         if not isinstance(value, dict):
             self.value_problem(
                 body, key,
@@ -380,7 +382,7 @@ class _RuleParser:
             )  # fmt: skip
         return bool(extra)
 
-    def rate_limit(self, body: dict, key: str, value: Any) -> RateLimit | None:
+    def rate_limit(self, body: dict[str, Any], key: str, value: Any) -> RateLimit | None:
         if self.unknown_options(value, ("calls", "per_seconds"), "rate_limit"):
             return None
         if isinstance(value, dict) and set(value) == {"calls", "per_seconds"}:
@@ -404,7 +406,9 @@ class _RuleParser:
         )  # fmt: skip
         return None
 
-    def script(self, body: dict, key: str, value: Any) -> tuple[tuple[int, ErrorRule], ...]:
+    def script(
+        self, body: dict[str, Any], key: str, value: Any
+    ) -> tuple[tuple[int, ErrorRule], ...]:
         if not isinstance(value, dict):
             self.value_problem(
                 body, key,
@@ -425,9 +429,12 @@ class _RuleParser:
                 continue
             kind = spec.get("kind") if isinstance(spec, dict) else spec
             if kind not in ERROR_KINDS:
-                where = (spec, "kind") if isinstance(spec, dict) and "kind" in spec else (value, k)
+                container, key = (
+                    (spec, "kind") if isinstance(spec, dict) and "kind" in spec else (value, k)
+                )
                 self.value_problem(
-                    *where,
+                    container,
+                    key,
                     f"unknown error kind {_show(kind)} in script; expected one of "
                     f"{one_of(ERROR_KINDS)}{did_you_mean(kind, ERROR_KINDS)}",
                 )  # fmt: skip
@@ -459,7 +466,7 @@ def check_merged_probabilities(
 ) -> None:
     """Report every group of rules whose error probabilities add up to more than 1 once
     merged (a single rule over 1 was reported while parsing)."""
-    groups: dict[tuple, list[str]] = {}
+    groups: dict[tuple[tuple[str, float, str], ...], list[str]] = {}
     for svc, ops in services.items():
         for op in ops:
             merged = merged_rule(rules, svc, op)
@@ -547,7 +554,8 @@ def render_duration(seconds: float) -> str | float | int:
             text = f"{int(count)}{unit}"
             if parse_duration(text) == seconds:
                 return text
-    return _plain(seconds)
+    plain: str | float | int = _plain(seconds)
+    return plain
 
 
 def _plain(value: Any) -> Any:

@@ -169,7 +169,7 @@ class CompiledOp:
         self.spec = op
         self.name = op.name
         self.kind = op.kind
-        self.record = op.record
+        self.record: str = op.record or ""  # "" for custom operations, which have none
         self.validator = Validator(op.name, args)
         self.tool = Tool(
             name=op.name,

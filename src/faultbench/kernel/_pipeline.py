@@ -53,7 +53,7 @@ from ._faultrules import BY_ID
 from ._faults import FaultDecision, FaultPlan, created_field
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
-from ._schema import show_value
+from ._show import show_value
 
 if TYPE_CHECKING:
     from ._book import Book
@@ -283,13 +283,15 @@ def _as_datetime(value: Any) -> datetime | None:
 
 def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
     state = d.state
+    assert flight.decision is not None
+    assert flight.decision.kind is not None
     d.emit(
         FaultInjected(
             seq=state.seq,
             at=state.clock,
             call_id=flight.call_id,
             tool=flight.op.name,
-            kind=flight.decision.kind,  # type: ignore[union-attr]
+            kind=flight.decision.kind,
             detail=detail,
         )
     )

@@ -16,6 +16,7 @@ which is what catches a lost or reordered event long before a hash mismatch woul
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -109,7 +110,7 @@ def _record_created(s: State, e: RecordCreated) -> State:
 def _record_updated(s: State, e: RecordUpdated) -> State:
     rows = s.tables.get(e.table)
     old = rows.get(e.id) if rows is not None else None
-    if old is None:
+    if rows is None or old is None:
         raise _missing(e, e.table, e.id)
     new = dict(old)
     new.update(e.changes)
@@ -130,7 +131,7 @@ def _record_updated(s: State, e: RecordUpdated) -> State:
 def _record_deleted(s: State, e: RecordDeleted) -> State:
     rows = s.tables.get(e.table)
     old = rows.get(e.id) if rows is not None else None
-    if old is None:
+    if rows is None or old is None:
         raise _missing(e, e.table, e.id)
     rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
     return State(
@@ -154,7 +155,9 @@ def _call_started(s: State, e: CallStarted) -> State:
     return State(s.tables, s.clock, s.seq + 1, s.next_ids, k, s.calls + 1, s.rsum, s.settings)
 
 
-_CASES: dict[type, Callable[[State, Event], State]] = {
+# Each case takes its own event type; the table pairs them, and `apply` looks up by type, so a
+# case only ever receives its own kind of event (which the type system cannot express here).
+_CASES: dict[type[Event], Callable[[State, Any], State]] = {
     WorldCreated: _world_created,
     WorldForked: _world_forked,
     FaultsChanged: _faults_changed,

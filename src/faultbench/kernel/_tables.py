@@ -20,6 +20,7 @@ from ._schema import INT_MAX, INT_MIN, describe_field
 from ._show import show_value
 
 if TYPE_CHECKING:
+    from ._book import Store
     from ._spec import FieldSpec, RecordSpec
 
 
@@ -52,7 +53,7 @@ class Record(Mapping[str, Any]):
     _data: dict[str, Any]
     _name: str
 
-    def __init__(self, name: str, data: dict[str, Any]):
+    def __init__(self, name: str, data: Mapping[str, Any]):
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_data", data)
 
@@ -196,7 +197,7 @@ class Table:
 
     __slots__ = ("_fields", "_order", "_spec", "_store", "name")
 
-    def __init__(self, store: Any, rspec: RecordSpec):
+    def __init__(self, store: Store, rspec: RecordSpec):
         self._store = store
         self._spec = rspec
         self._fields = {f.name: f for f in rspec.fields}

@@ -197,7 +197,7 @@ class Trace:
     @classmethod
     def _of(cls, index: _Index) -> Trace:
         t = cls.__new__(cls)
-        t._view(index)
+        t._view(index)  # noqa: SLF001  (a Trace setting up a Trace)
         return t
 
     # --- building -------------------------------------------------------------------------
@@ -224,13 +224,19 @@ class Trace:
         (`restore`, `reset`), the trace is rebuilt.
         """
         if previous is not None:
-            n = previous._n_events
-            seen = previous._index.events
-            if len(events) >= n and (n == 0 or events[n - 1] is seen[n - 1]):
-                if len(events) == n:
-                    return previous
-                return previous.extend(events[n:])
+            return previous.updated(events)
         return cls(events)
+
+    def updated(self, events: Sequence[Event]) -> Trace:
+        """The trace of `events`: this one, extended by the new events when `events` extends
+        the log it read, else one built anew (see `follow`)."""
+        n = self._n_events
+        seen = self._index.events
+        if len(events) >= n and (n == 0 or events[n - 1] is seen[n - 1]):
+            if len(events) == n:
+                return self
+            return self.extend(events[n:])
+        return Trace(events)
 
     @property
     def n_events(self) -> int:

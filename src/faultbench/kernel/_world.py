@@ -137,9 +137,9 @@ class World:
         world = cls.__new__(cls)
         # A World setting up a World: its own class's private members.
         ops = compile_ops(spec) if ops is None else ops
-        world._init(spec, seed, ops, book, genesis)
+        world._init(spec, seed, ops, book, genesis)  # noqa: SLF001
         if rules is not None:
-            world._pipeline.use_plan(book.state.settings, rules)
+            world._pipeline.use_plan(book.state.settings, rules)  # noqa: SLF001
         return world
 
     # --- identity ----------------------------------------------------------------------------
