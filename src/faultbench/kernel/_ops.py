@@ -31,9 +31,10 @@ from ._errors import (
     not_found_text,
 )
 from ._events import Event
+from ._names import did_you_mean
 from ._results import Tool
 from ._schema import Validator, default_description, input_schema, operation_args
-from ._tables import Record, Table, did_you_mean, id_order
+from ._tables import Record, Table, id_order
 
 if TYPE_CHECKING:
     from ._spec import OperationSpec, WorldSpec
@@ -116,7 +117,9 @@ class Transaction(Draft):
         if name.startswith("_") or name not in self.spec.accessors:
             raise AttributeError(
                 f"the world passed to handlers has no attribute {name!r}."
-                + did_you_mean(name, [*self.spec.accessors, "table", "tables", "clock"])
+                + did_you_mean(
+                    name, [*self.spec.accessors, "table", "tables", "clock"], sentence=True
+                )
             )
         return self.table(name)
 
@@ -149,7 +152,7 @@ def _no_table(spec: WorldSpec, name: str) -> str:
     names = sorted(spec.accessors) or sorted(spec.records)
     return (
         f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
-        + did_you_mean(name, names)
+        + did_you_mean(name, names, sentence=True)
     )
 
 

@@ -9,25 +9,19 @@ which applies them. Nothing here mutates state directly.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._errors import RecordError, RecordNotFound
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
-from ._names import did_you_mean as _did_you_mean
+from ._names import did_you_mean
 from ._schema import INT_MAX, INT_MIN, describe_field
 from ._show import show_value
 
 if TYPE_CHECKING:
     from ._book import Store
     from ._spec import FieldSpec, RecordSpec
-
-
-def did_you_mean(name: object, options: Iterable[str]) -> str:
-    """` Did you mean 'x'?` (leading space) or an empty string. A thin alias of
-    `_names.did_you_mean(..., sentence=True)` for callers not yet switched to it."""
-    return _did_you_mean(name, options, sentence=True)
 
 
 def id_order(rid: str) -> tuple[int, int, str]:
@@ -65,7 +59,7 @@ class Record(Mapping[str, Any]):
         except KeyError:
             raise AttributeError(
                 f"{self._name} has no field {key!r}; fields: {', '.join(self._data)}."
-                + _did_you_mean(key, self._data, sentence=True)
+                + did_you_mean(key, self._data, sentence=True)
             ) from None
 
     def __setattr__(self, key: str, value: Any) -> None:
@@ -149,7 +143,7 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
             )
         return value.astimezone(UTC)
     hint = (
-        _did_you_mean(value, f.choices, sentence=True)
+        did_you_mean(value, f.choices, sentence=True)
         if kind == "enum" and isinstance(value, str)
         else ""
     )
@@ -162,7 +156,7 @@ def _unknown_field(rspec: RecordSpec, key: str) -> RecordError:
     names = [f.name for f in rspec.fields]
     return RecordError(
         f"{rspec.name} has no field {key!r}; expected one of: {', '.join(names)}."
-        + _did_you_mean(key, names, sentence=True)
+        + did_you_mean(key, names, sentence=True)
     )
 
 

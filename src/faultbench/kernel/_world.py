@@ -25,12 +25,13 @@ from ._clock import VirtualClock
 from ._errors import FaultsDisabled, UnknownTool
 from ._events import FaultsChanged, WorldCreated, WorldForked
 from ._log import EventLog
+from ._names import did_you_mean
 from ._ops import CompiledOp, compile_ops, tables_to_dict
 from ._pipeline import Pipeline, parse_rules
 from ._results import CallResult, Tool
 from ._spec import WORLD_ATTRIBUTES, WorldSpec
 from ._state import Settings, State
-from ._tables import Table, did_you_mean
+from ._tables import Table
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -185,7 +186,7 @@ class World:
                 names = sorted(set(spec.accessors) | set(spec.records))
                 raise LookupError(
                     f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
-                    + did_you_mean(name, names)
+                    + did_you_mean(name, names, sentence=True)
                 )
             t = self._tables.get(rname) or Table(self._book, rspec)
             self._tables[rname] = self._tables[name] = t
@@ -206,7 +207,7 @@ class World:
         options = sorted(WORLD_ATTRIBUTES | set(spec.accessors if spec else ()))
         raise AttributeError(
             f"World {spec.name if spec else ''!s} has no attribute or table {name!r}."
-            + did_you_mean(name, options)
+            + did_you_mean(name, options, sentence=True)
         )
 
     @property
@@ -227,7 +228,7 @@ class World:
         op = self._ops.get(name)
         if op is None:
             raise UnknownTool(
-                f"unknown tool {name!r}.{did_you_mean(name, self._ops)} "
+                f"unknown tool {name!r}.{did_you_mean(name, self._ops, sentence=True)} "
                 f"Available tools: {', '.join(self._ops)}"
             )
         return op.tool
