@@ -1,0 +1,159 @@
+"""Event loops through their public APIs: which one runs the current task, and where one of its
+passes ends.
+
+A *pass* (a tick) is one turn of the scheduler: trio runs every task that was runnable when
+the turn began (in a shuffled order), asyncio runs every callback that was in its ready
+queue. `_schedule.py` forms batches out of the calls that arrive in two consecutive passes;
+this module gives it a `Window` per batch: open in the pass it was made in and in the next
+one, closed from the boundary after that, before any task of the third pass runs.
+
+- trio: an instrument whose `before_io_wait` hook counts passes (trio calls it once per turn
+  of its loop, before it looks for I/O and runs the next batch of tasks). One per run, added
+  the first time a window is made and kept in a `trio.lowlevel.RunVar`.
+- asyncio (any loop that implements the asyncio API): `loop.call_at(loop.time(), close)`.
+  A due timer's callback goes to the end of the ready queue when the next pass starts, so it
+  runs last in that pass, after every task step scheduled before it.
+
+Neither trio nor asyncio is imported here: a task can only be running under a library that
+someone already imported, so `sys.modules` tells (as sniffio does), in well under a
+microsecond, and `import faultbench` stays light.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+#: `trio.lowlevel.RunVar` holding the `_Trio` of the current trio run (made on first use)
+_trio_var: list[Any] = []
+
+
+class Window:
+    """The passes in which calls may still join one batch."""
+
+    __slots__ = ()
+
+    def is_open(self) -> bool:
+        raise NotImplementedError
+
+    async def closed(self) -> None:
+        """Return once the window has closed."""
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        """Nobody waits for this window any more."""
+
+
+class _Trio:
+    """One trio run. Also its instrument: `before_io_wait` counts turns of the scheduler loop
+    (trio only calls the hooks an instrument defines)."""
+
+    __slots__ = ("_checkpoint", "_event", "ticks")
+
+    def __init__(self, trio: Any) -> None:
+        self.ticks = 0
+        self._checkpoint = trio.lowlevel.checkpoint
+        self._event = trio.Event
+
+    def before_io_wait(self, timeout: float) -> None:
+        self.ticks += 1
+
+    @property
+    def owner(self) -> Any:
+        return self
+
+    def window(self) -> Window:
+        return _TrioWindow(self)
+
+    def event(self) -> Any:
+        return self._event()
+
+
+class _TrioWindow(Window):
+    __slots__ = ("_closes_at", "_run")
+
+    def __init__(self, run: _Trio) -> None:
+        self._run = run
+        self._closes_at = run.ticks + 2
+
+    def is_open(self) -> bool:
+        return self._run.ticks < self._closes_at
+
+    async def closed(self) -> None:
+        run = self._run
+        while run.ticks < self._closes_at:
+            await run._checkpoint()
+
+
+class _Asyncio:
+    """The running asyncio loop (any loop implementing the asyncio API)."""
+
+    __slots__ = ("_event", "owner")
+
+    def __init__(self, loop: Any, event: Any) -> None:
+        self.owner = loop
+        self._event = event
+
+    def window(self) -> Window:
+        return _AsyncioWindow(self.owner)
+
+    def event(self) -> Any:
+        return self._event()
+
+
+class _AsyncioWindow(Window):
+    __slots__ = ("_future", "_handle", "_open")
+
+    def __init__(self, loop: Any) -> None:
+        self._open = True
+        self._future = loop.create_future()
+        self._handle = loop.call_at(loop.time(), self._close)
+
+    def _close(self) -> None:
+        self._open = False
+        if not self._future.done():
+            self._future.set_result(None)
+
+    def is_open(self) -> bool:
+        return self._open
+
+    async def closed(self) -> None:
+        if self._open:
+            await self._future
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+        self._open = False
+
+
+#: what `current` returns: `owner` (the trio run or the asyncio loop: a batch is only joined
+#: from the loop that opened it), `window()` (one that opens now) and `event()` (a
+#: `trio.Event` or `asyncio.Event`)
+Loop = _Trio | _Asyncio
+
+
+def _trio(trio: Any) -> _Trio:
+    if not _trio_var:
+        _trio_var.append(trio.lowlevel.RunVar("faultbench_run", default=None))
+    run = _trio_var[0].get()
+    if run is None:
+        run = _Trio(trio)
+        trio.lowlevel.add_instrument(run)
+        _trio_var[0].set(run)
+    return run
+
+
+def current() -> Loop | None:
+    """The loop running the current task; None when there is none (a coroutine driven by
+    hand with `send`)."""
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_task():
+        return _trio(trio)
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        return _Asyncio(loop, asyncio.Event)
+    return None
