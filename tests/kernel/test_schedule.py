@@ -240,6 +240,153 @@ def test_two_worlds_gather_their_own_batches():
         assert len({r.started_at for w, r in got if w is world}) == 1
 
 
+# --- the shortcut: a call that is alone under trio runs at once -------------------------------
+
+
+class _Steps:
+    """trio instrument: counts how often the scheduler resumes one task."""
+
+    def __init__(self, task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+def test_sequential_calls_under_trio_do_not_wait_on_the_loop():
+    world = fresh()
+
+    async def main() -> tuple[int, list]:
+        with trio.fail_after(LIMIT_S):
+            await world.acall("get_order", {"id": "1"})  # the run's first call: two passes
+            steps = _Steps(trio.lowlevel.current_task())
+            trio.lowlevel.add_instrument(steps)
+            got = [await world.acall("get_order", {"id": str(1 + i % 3)}) for i in range(20)]
+            trio.lowlevel.remove_instrument(steps)
+        return steps.steps, got
+
+    steps, results = trio.run(main)
+    assert steps == 0  # never suspended: each call was alone, so it ran at once
+    assert [r.call_id for r in results] == [f"c{i}" for i in range(2, 22)]
+
+
+def sequential_agent_and_a_waiter(runner_lib: str) -> bytes:
+    """Task A makes three calls, then wakes B, which makes two; C makes one call after
+    sleeping twice. A's calls are alone under trio once C has called (not before)."""
+    world = fresh()
+    lib = trio if runner_lib == "trio" else asyncio
+
+    async def a(woken) -> None:
+        for i in range(3):
+            await world.acall("create_order", {"status": "placed", "total": float(i)})
+        woken.set()
+
+    async def b(woken) -> None:
+        await woken.wait()
+        await world.acall("get_order", {"id": "1"})
+        await world.acall("list_orders", {})
+
+    async def c() -> None:
+        for _ in range(2):
+            await lib.sleep(0)
+        await world.acall("get_order", {"id": "2"})
+
+    async def trio_main() -> None:
+        woken = trio.Event()
+        with trio.fail_after(LIMIT_S):
+            async with trio.open_nursery() as nursery:
+                for task, args in ((a, (woken,)), (b, (woken,)), (c, ())):
+                    nursery.start_soon(task, *args)
+
+    async def asyncio_main() -> None:
+        woken = asyncio.Event()
+        async with asyncio.timeout(LIMIT_S), asyncio.TaskGroup() as group:
+            for task, args in ((a, (woken,)), (b, (woken,)), (c, ())):
+                group.create_task(task(*args))
+
+    if runner_lib == "trio":
+        trio.run(trio_main)
+    else:
+        asyncio.run(asyncio_main())
+    return encode_events(world.events)
+
+
+def test_the_shortcut_gives_the_log_asyncio_gives_without_it():
+    trio_logs = {sequential_agent_and_a_waiter("trio") for _ in range(30)}
+    assert trio_logs == {sequential_agent_and_a_waiter("asyncio")}
+
+
+def a_call_and_a_wake_up(runner_lib: str) -> bytes:
+    """A calls; in the same pass X wakes Y, which calls at once: Y arrives in the next pass,
+    so it shares A's batch, whichever of A and X trio runs first."""
+    world = fresh()
+
+    async def a() -> None:
+        await world.acall("get_order", {"id": "1"})
+
+    async def x(woken) -> None:
+        woken.set()
+
+    async def y(woken) -> None:
+        await woken.wait()
+        await world.acall("get_order", {"id": "2"})
+
+    async def trio_main() -> None:
+        with trio.fail_after(LIMIT_S):
+            await world.acall("list_orders", {})  # trio counts passes from here on
+            woken = trio.Event()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(y, woken)
+                nursery.start_soon(a)
+                nursery.start_soon(x, woken)
+
+    async def asyncio_main() -> None:
+        async with asyncio.timeout(LIMIT_S):
+            await world.acall("list_orders", {})
+            woken = asyncio.Event()
+            async with asyncio.TaskGroup() as group:
+                group.create_task(y(woken))
+                group.create_task(a())
+                group.create_task(x(woken))
+
+    if runner_lib == "trio":
+        trio.run(trio_main)
+    else:
+        asyncio.run(asyncio_main())
+    calls = world.trace.calls
+    assert calls[1].started_at == calls[2].started_at  # one batch
+    return encode_events(world.events)
+
+
+def test_a_task_woken_in_the_same_pass_keeps_the_call_from_running_alone():
+    trio_logs = {a_call_and_a_wake_up("trio") for _ in range(30)}
+    assert trio_logs == {a_call_and_a_wake_up("asyncio")}
+
+
+def test_a_call_waits_when_another_task_is_runnable():
+    # The other task is runnable (started in the same pass): the first call cannot know it
+    # will not call too, so it gathers a batch, and both start together.
+    world = fresh()
+    results: list = []
+
+    async def one(i: int) -> None:
+        results.append(await world.acall("get_order", {"id": str(i)}))
+
+    async def main() -> None:
+        with trio.fail_after(LIMIT_S):
+            await world.acall("get_order", {"id": "3"})  # the ticker is counting from here
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one, 1)
+                nursery.start_soon(one, 2)
+
+    for _ in range(10):
+        results.clear()
+        trio.run(main)
+        assert len({r.started_at for r in results}) == 1
+
+
 # --- cancellation and bugs --------------------------------------------------------------------
 
 
@@ -317,7 +464,6 @@ FORBIDDEN = [
     "._scheduled",
     "._run_once",
     "_get_running_loop",
-    "wait_all_tasks_blocked",
 ]
 #: a private attribute read off an event loop (`loop._x`, `get_running_loop()._x`)
 PRIVATE_LOOP_ATTRIBUTE = re.compile(r"(\bloop|get_event_loop\(\)|get_running_loop\(\))\._\w")

@@ -45,18 +45,45 @@ class Window:
 
 
 class _Trio:
-    """One trio run. Also its instrument: `before_io_wait` counts turns of the scheduler loop
-    (trio only calls the hooks an instrument defines)."""
+    """One trio run. Also its instrument (trio only calls the hooks an instrument defines):
+    `before_io_wait` counts turns of the scheduler loop; `task_scheduled` and
+    `before_task_step` count the tasks of the current turn and how many have run, for
+    `alone`."""
 
-    __slots__ = ("_checkpoint", "_event", "ticks")
+    __slots__ = ("_checkpoint", "_event", "formed", "scheduled", "size", "steps", "ticks", "turn")
 
     def __init__(self, trio: Any) -> None:
-        self.ticks = 0
+        self.ticks = 0  # turns of the loop since this instrument was added
+        self.scheduled = 0  # tasks made runnable since then
+        self.formed = 0  # `scheduled` when the current turn's tasks were taken
+        self.size = 0  # tasks in the current turn
+        self.steps = 0  # of which this many have started their step
+        self.turn = 0  # the turn `size` and `steps` are about
         self._checkpoint = trio.lowlevel.checkpoint
         self._event = trio.Event
 
     def before_io_wait(self, timeout: float) -> None:
         self.ticks += 1
+
+    def task_scheduled(self, task: Any) -> None:
+        self.scheduled += 1
+
+    def before_task_step(self, task: Any) -> None:
+        if self.turn != self.ticks:
+            # First step of a turn: the turn runs every task made runnable since the
+            # previous turn's tasks were taken (trio takes them all at once, then steps them).
+            self.turn = self.ticks
+            self.size = self.scheduled - self.formed
+            self.formed = self.scheduled
+            self.steps = 0
+        self.steps += 1
+
+    def alone(self) -> bool:
+        """No other task can run before the next turn, and none will run in it unless woken
+        by I/O or a deadline: the current task is the last of its turn and it has made no
+        task runnable. (False for the first two turns after the instrument was added: the
+        counts start mid-turn.)"""
+        return self.steps == self.size and self.scheduled == self.formed and self.ticks >= 2
 
     @property
     def owner(self) -> Any:
@@ -83,6 +110,10 @@ class _TrioWindow(Window):
         run = self._run
         while run.ticks < self._closes_at:
             await run._checkpoint()
+            if run.ticks + 1 == self._closes_at and run.alone():
+                # In the window's last pass, and every other task of it has run: no one
+                # else can join, and (see `alone`) no one will run before this task goes on.
+                self._closes_at = run.ticks
 
 
 class _Asyncio:
@@ -93,6 +124,10 @@ class _Asyncio:
     def __init__(self, loop: Any, event: Any) -> None:
         self.owner = loop
         self._event = event
+
+    def alone(self) -> bool:
+        """Never known: asyncio has no public view of its ready queue."""
+        return False
 
     def window(self) -> Window:
         return _AsyncioWindow(self.owner)

@@ -29,9 +29,23 @@ give the same log, byte for byte, under both. They can differ for a task woken b
 by a timer: trio runs it in the pass right after the wake-up, asyncio one pass later (its
 I/O and timer callbacks run first and only then schedule the task).
 
-What it costs: a call waits two passes even when nothing else runs (a sequential agent; every
-in-process MCP client). No shorter wait is safe: whether a task woken by I/O at the next
-boundary will call cannot be known before that boundary.
+What it costs, and the one shortcut
+-----------------------------------
+The first caller waits two passes, and the others wake one pass after it has run the batch.
+A sequential agent (and every in-process MCP client) would pay those two passes on every call,
+more than the call itself costs. So under trio a call that is *alone* runs at once: its task
+is the last of its pass and no task has been made runnable since the pass began (the `_loops`
+instrument counts both through trio's public hooks). Then no other task runs in the rest of
+this pass, and the next pass could only hold a task woken at the boundary by I/O or by a
+deadline (`trio.sleep`, `move_on_after`, a `MockClock` jump); trio's idle wake-ups
+(`wait_all_tasks_blocked`, autojump) cannot fire while the caller is runnable. So the
+shortcut gives the rule's batch, a batch of one, except when a task woken by I/O or a deadline
+right after the call would have joined it: that task starts the next batch instead, which is
+what a request that came in later would do. Whether the call is alone does not depend on
+trio's shuffling either: if the task runs first in its pass, it is not alone; if it runs last,
+it is alone only if the tasks before it neither called nor woke anyone, and then waiting would
+have added no one. asyncio has no public view of its ready queue, so there a lone call waits
+its two passes.
 
 A coroutine driven by hand (`coro.send(None)`, no running loop) runs its call at once.
 Nothing waits in real time.
@@ -147,6 +161,8 @@ async def join(world: World, tool: str, args: Any = None) -> CallResult:
         if batch.done is None:
             batch.done = loop.event()
         await _wait(batch, mine)
+    elif loop.alone():  # no one can join: the batch would be this call alone
+        return run_call(world, tool, args)
     else:
         batch = _open[id(world)] = _Batch(world, loop)
         batch.calls.append(mine)
