@@ -13,6 +13,9 @@ import asyncio
 import itertools
 import random
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -450,6 +453,34 @@ def test_a_coroutine_driven_by_hand_runs_at_once():
         coro.send(None)
     assert stop.value.value.ok
     assert world.trace.count() == 1
+
+
+def test_acall_under_trio_imports_nothing_test_only():
+    # `trio.testing` imports pytest; a production server must load neither.
+    code = textwrap.dedent(
+        f"""
+        import sys, trio
+        from faultbench.kernel import World
+        from faultbench.kernel._loader import load_spec
+
+        world = World.from_spec(load_spec({str(SPEC.path)!r}), faults=False)
+
+        async def main():
+            await world.acall("get_order", {{"id": "1"}})
+            async with trio.open_nursery() as nursery:
+                for i in range(3):
+                    nursery.start_soon(world.acall, "get_order", {{"id": str(i + 1)}})
+            await world.acall("get_order", {{"id": "2"}})
+
+        trio.run(main)
+        assert world.trace.count() == 5
+        print("pytest" in sys.modules, "trio.testing" in sys.modules)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["False", "False"]
 
 
 # --- public APIs only -------------------------------------------------------------------------

@@ -14,9 +14,11 @@ one, closed from the boundary after that, before any task of the third pass runs
   hooks count the tasks of the current pass and how many have started, which tells when the
   current task is `alone` (the one shortcut `_schedule.py` takes; see there). The hooks cost
   about a microsecond per task step, from the first `acall` of a run on.
-- asyncio (any loop that implements the asyncio API): `loop.call_at(loop.time(), close)`.
-  A due timer's callback goes to the end of the ready queue when the next pass starts, so it
-  runs last in that pass, after every task step scheduled before it.
+- asyncio: `loop.call_at(loop.time(), close)`. asyncio's own loops (selector, proactor) move
+  a due timer's callback to the end of the ready queue when the next pass starts, so it runs
+  last in that pass, after every task step scheduled before it. Another loop implementing the
+  asyncio API (uvloop) may run it elsewhere in the pass: its windows still close after a
+  bounded number of passes, but batches there may differ from trio's.
 
 Neither trio nor asyncio is imported here: a task can only be running under a library that
 someone already imported, so `sys.modules` tells (as sniffio does), in well under a
