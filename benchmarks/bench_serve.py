@@ -6,8 +6,8 @@ What is measured: one official `mcp.Client` making sequential `tools/call` reque
 - in-process: `mcp.Client(server)` with `mode="auto"` (2026-07-28 direct dispatch) and
   `mode="legacy"` (2025-11-25 handshake over memory streams), under trio; plus a diagnostic
   row where the world's `acall` is replaced by `World.call`, to show what `acall` adds by
-  gathering concurrent calls into one virtual-time batch (a call made while another task is
-  runnable waits until every other task is blocked; a lone call runs at once), and one where
+  gathering concurrent calls into one virtual-time batch (a call waits two event-loop passes
+  for others to join it, unless no other task can run: then it runs at once), and one where
   it answers a precomputed `CallResult`, which leaves the MCP shell alone (`faultbench.serve`'s
   own cost);
 - stdio: a `faultbench serve WORLD` subprocess;
