@@ -32,9 +32,10 @@ from ._errors import (
 )
 from ._events import Event
 from ._names import did_you_mean
+from ._order import id_order
 from ._results import Tool
 from ._schema import Validator, default_description, input_schema, operation_args
-from ._tables import Record, Table, id_order
+from ._tables import Record, Table
 
 if TYPE_CHECKING:
     from ._spec import OperationSpec, WorldSpec
@@ -142,10 +143,13 @@ class Transaction(Draft):
 def tables_to_dict(state: State, order: Any = None) -> dict[str, list[dict[str, Any]]]:
     """Tables (in `order`, e.g. the spec's record order) as lists of record dicts by id."""
     tables = state.tables
-    return {
-        name: [dict(tables[name][i]) for i in sorted(tables[name].keys(), key=id_order)]
-        for name in (tables.keys() if order is None else order)
-    }
+    out = {}
+    for name in tables.keys() if order is None else order:
+        rows = tables[name]
+        ix = state.index.get(name)
+        ids = ix.ids if ix is not None and ix.rows is rows else sorted(rows.keys(), key=id_order)
+        out[name] = [dict(rows[i]) for i in ids]
+    return out
 
 
 def _no_table(spec: WorldSpec, name: str) -> str:

@@ -20,7 +20,7 @@ state. When the call or batch is answered, its draft goes to the world's `Book` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,7 @@ from ._events import (
     RecordUpdated,
     WorldCreated,
 )
-from ._faultkinds import REFUSED_KINDS, kind
+from ._faultkinds import kind
 from ._faultrules import BY_ID
 from ._faults import FaultDecision, FaultPlan, created_field
 from ._ops import CompiledOp, Transaction
@@ -256,7 +256,7 @@ def _decide(
     rule = plan.rule_for(op.spec)
     recent: list[datetime] = []
     if rule.rate_limit is not None:
-        recent = admitted_since(_backwards(cx, d), op.name, now, rule.rate_limit.per_seconds)
+        recent = admitted_since(d.state, op.name, now, rule.rate_limit.per_seconds)
     record_time = None
     rspec = cx.spec.records.get(op.record) if op.record else None
     target = args.get("id") if op.kind in BY_ID else None
@@ -546,32 +546,20 @@ def _answer(
 def _backwards(cx: Pipeline, d: Draft) -> Iterator[Event]:
     """The events before the draft's state, newest first: the draft's own, then the log's."""
     yield from reversed(d.pending)
-    for items, lo, hi in reversed(cx.book.log.parts()):
-        for i in range(hi - 1, lo - 1, -1):
-            yield items[i]
+    yield from reversed(cx.book.log)
 
 
-def admitted_since(
-    history: Iterable[Event], tool: str, now: datetime, per_seconds: float
-) -> list[datetime]:
+def admitted_since(state: State, tool: str, now: datetime, per_seconds: float) -> list[datetime]:
     """Start times of the calls to `tool` in the `per_seconds` before `now` that were not
-    answered 429. The clock never goes backwards, so the scan stops at the window's edge."""
+    answered 429, newest first. The state keeps each tool's admitted calls newest first
+    (`State.admitted`, from the log's CallStarted and FaultInjected events) and the clock
+    never goes backwards, so this reads only the window."""
     cutoff = now - timedelta(seconds=per_seconds)
-    refused: set[str] = set()
     times: list[datetime] = []
-    for ev in history:
-        if ev.at <= cutoff:
-            break
-        cls = type(ev)
-        if cls is FaultInjected and ev.tool == tool and ev.kind in REFUSED_KINDS:  # type: ignore[attr-defined]
-            refused.add(ev.call_id)  # type: ignore[attr-defined]
-        elif (
-            cls is CallStarted
-            and ev.tool == tool  # type: ignore[attr-defined]
-            and ev.k is not None  # type: ignore[attr-defined]
-            and ev.call_id not in refused  # type: ignore[attr-defined]
-        ):
-            times.append(ev.at)
+    node = state.admitted.get(tool)
+    while node is not None and node[0] > cutoff:
+        times.append(node[0])
+        node = node[2]
     return times
 
 
@@ -595,31 +583,43 @@ def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
 
     Walks the log back, undoing record events later than `cutoff`: a creation is removed, an
     update gets its `old` values back, a deletion brings `old` back. The seeded genesis is
-    never undone: seed rows have existed "forever", however young the world is.
+    never undone: seed rows have existed "forever", however young the world is. Only the
+    events after `cutoff` are read, and the tables' indexes are undone with their records.
     """
     state = d.state
     genesis = _genesis_seq(cx)
     tables = dict(state.tables.items())
+    index = dict(state.index.items())
     touched = False
     for ev in _backwards(cx, d):
         if ev.at <= cutoff or ev.seq < genesis:
             break
         cls = type(ev)
-        if cls is RecordCreated:
-            tables[ev.table] = tables[ev.table].delete(ev.id)  # type: ignore[attr-defined]
-        elif cls is RecordUpdated:
-            rows = tables[ev.table]  # type: ignore[attr-defined]
-            tables[ev.table] = rows.set(ev.id, {**rows[ev.id], **ev.old})  # type: ignore[attr-defined]
-        elif cls is RecordDeleted:
-            tables[ev.table] = tables[ev.table].set(ev.id, ev.old)  # type: ignore[attr-defined]
-        else:
-            continue
-        touched = True
+        if cls is RecordCreated or cls is RecordUpdated or cls is RecordDeleted:
+            name, rid = ev.table, ev.id  # type: ignore[attr-defined]
+            rows = tables[name]
+            now_ = rows.get(rid)
+            if cls is RecordCreated:
+                before = None
+                rows = rows.delete(rid)
+            elif cls is RecordUpdated:
+                before = {**rows[rid], **ev.old}  # type: ignore[attr-defined]
+                rows = rows.set(rid, before)
+            else:
+                before = ev.old  # type: ignore[attr-defined]
+                rows = rows.set(rid, before)
+            tables[name] = rows
+            ix = index.get(name)
+            if ix is not None:
+                index[name] = ix.changed(rows, rid, now_, before)
+            touched = True
     if not touched:
         return state
     import immutables
 
-    return msgspec.structs.replace(state, tables=immutables.Map(tables))
+    return msgspec.structs.replace(
+        state, tables=immutables.Map(tables), index=immutables.Map(index)
+    )
 
 
 # ---------------------------------------------------------------------------------------------

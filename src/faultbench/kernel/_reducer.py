@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import immutables
 import msgspec
 
 from ._errors import ReplayError
@@ -35,7 +36,9 @@ from ._events import (
     WorldCreated,
     WorldForked,
 )
-from ._state import Settings, State, add_digest, record_digest, sub_digest
+from ._faultkinds import REFUSED_KINDS
+from ._order import TableIndex
+from ._state import Admitted, Settings, State, add_digest, record_digest, sub_digest
 
 
 def apply(state: State, event: Event) -> State:
@@ -57,22 +60,67 @@ def apply(state: State, event: Event) -> State:
 
 def _world_created(s: State, e: WorldCreated) -> State:
     settings = Settings(run=e.run, faults_on=e.faults)
-    return State(s.tables, e.at, 1, s.next_ids, s.k, s.calls, s.rsum, settings)
+    return State(s.tables, e.at, 1, s.next_ids, s.k, s.calls, s.rsum, settings, s.index, s.admitted)
+
+
+def _with_settings(s: State, settings: Settings) -> State:
+    return State(
+        s.tables,
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        s.rsum,
+        settings,
+        s.index,
+        s.admitted,
+    )
 
 
 def _world_forked(s: State, e: WorldForked) -> State:
     # A fork keeps the rules in force; it may change the run index and the fault switch.
     settings = msgspec.structs.replace(s.settings, run=e.run, faults_on=e.faults, forked=True)
-    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, settings)
+    return _with_settings(s, settings)
 
 
 def _faults_changed(s: State, e: FaultsChanged) -> State:
-    settings = msgspec.structs.replace(s.settings, rules=e.rules)
-    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, settings)
+    return _with_settings(s, msgspec.structs.replace(s.settings, rules=e.rules))
 
 
 def _bump(s: State, e: Event) -> State:
-    return State(s.tables, s.clock, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings)
+    return _next(s, s.admitted)
+
+
+def _next(s: State, admitted: immutables.Map[str, Admitted]) -> State:
+    """`s` one event later, with `admitted` as its rate windows."""
+    return State(
+        s.tables,
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        s.rsum,
+        s.settings,
+        s.index,
+        admitted,
+    )
+
+
+def _rows_changed(
+    s: State,
+    table: str,
+    rows: immutables.Map[str, dict[str, Any]],
+    rid: str,
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+) -> immutables.Map[str, TableIndex]:
+    """The state's indexes after record `rid` of `table` went from `old` to `new`."""
+    ix = s.index.get(table)
+    if ix is None:
+        return s.index
+    return s.index.set(table, ix.changed(rows, rid, old, new))
 
 
 def _missing(e: Event, table: str, rid: str) -> ReplayError:
@@ -95,8 +143,9 @@ def _record_created(s: State, e: RecordCreated) -> State:
         n = int(rid) + 1
         if n > next_ids.get(e.table, 1):
             next_ids = next_ids.set(e.table, n)
+    rows = rows.set(rid, e.fields)
     return State(
-        s.tables.set(e.table, rows.set(rid, e.fields)),
+        s.tables.set(e.table, rows),
         s.clock,
         s.seq + 1,
         next_ids,
@@ -104,6 +153,8 @@ def _record_created(s: State, e: RecordCreated) -> State:
         s.calls,
         add_digest(s.rsum, record_digest(e.table, rid, e.fields)),
         s.settings,
+        _rows_changed(s, e.table, rows, rid, None, e.fields),
+        s.admitted,
     )
 
 
@@ -116,8 +167,9 @@ def _record_updated(s: State, e: RecordUpdated) -> State:
     new.update(e.changes)
     rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
     rsum = add_digest(rsum, record_digest(e.table, e.id, new))
+    rows = rows.set(e.id, new)
     return State(
-        s.tables.set(e.table, rows.set(e.id, new)),
+        s.tables.set(e.table, rows),
         s.clock,
         s.seq + 1,
         s.next_ids,
@@ -125,6 +177,8 @@ def _record_updated(s: State, e: RecordUpdated) -> State:
         s.calls,
         rsum,
         s.settings,
+        _rows_changed(s, e.table, rows, e.id, old, new),
+        s.admitted,
     )
 
 
@@ -134,8 +188,9 @@ def _record_deleted(s: State, e: RecordDeleted) -> State:
     if rows is None or old is None:
         raise _missing(e, e.table, e.id)
     rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
+    rows = rows.delete(e.id)
     return State(
-        s.tables.set(e.table, rows.delete(e.id)),
+        s.tables.set(e.table, rows),
         s.clock,
         s.seq + 1,
         s.next_ids,
@@ -143,16 +198,59 @@ def _record_deleted(s: State, e: RecordDeleted) -> State:
         s.calls,
         rsum,
         s.settings,
+        _rows_changed(s, e.table, rows, e.id, old, None),
+        s.admitted,
     )
 
 
 def _clock_advanced(s: State, e: ClockAdvanced) -> State:
-    return State(s.tables, e.to, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings)
+    return State(
+        s.tables, e.to, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings, s.index, s.admitted
+    )
 
 
 def _call_started(s: State, e: CallStarted) -> State:
-    k = s.k if e.k is None else s.k.set(e.tool, e.k)
-    return State(s.tables, s.clock, s.seq + 1, s.next_ids, k, s.calls + 1, s.rsum, s.settings)
+    if e.k is None:  # rejected: no k, and in no rate window
+        k, admitted = s.k, s.admitted
+    else:
+        k = s.k.set(e.tool, e.k)
+        admitted = s.admitted.set(e.tool, (e.at, e.call_id, s.admitted.get(e.tool)))
+    return State(
+        s.tables,
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        k,
+        s.calls + 1,
+        s.rsum,
+        s.settings,
+        s.index,
+        admitted,
+    )
+
+
+def _fault_injected(s: State, e: FaultInjected) -> State:
+    admitted = s.admitted
+    if e.kind in REFUSED_KINDS and e.tool in admitted:
+        # Refused (429): the call leaves its tool's rate window. It is logged right after
+        # its CallStarted, so it is the newest entry; anything else is walked to.
+        rest = _without(admitted.get(e.tool), e.call_id)
+        admitted = admitted.delete(e.tool) if rest is None else admitted.set(e.tool, rest)
+    return _next(s, admitted)
+
+
+def _without(calls: Admitted | None, call_id: str) -> Admitted | None:
+    kept = []
+    node = calls
+    while node is not None and node[1] != call_id:
+        kept.append(node)
+        node = node[2]
+    if node is None:
+        return calls
+    rest = node[2]
+    for at, cid, _ in reversed(kept):
+        rest = (at, cid, rest)
+    return rest
 
 
 # Each case takes its own event type; the table pairs them, and `apply` looks up by type, so a
@@ -166,7 +264,7 @@ _CASES: dict[type[Event], Callable[[State, Any], State]] = {
     RecordDeleted: _record_deleted,
     ClockAdvanced: _clock_advanced,
     CallStarted: _call_started,
-    FaultInjected: _bump,
+    FaultInjected: _fault_injected,
     CallSucceeded: _bump,
     CallFailed: _bump,
 }

@@ -32,8 +32,17 @@ from typing import Any
 import immutables
 import msgspec
 
+from ._order import TableIndex
+
 _MOD = 1 << 256
 _EMPTY: immutables.Map[str, int] = immutables.Map()
+
+#: The calls to one tool that were admitted (valid, and not refused with a 429), newest
+#: first, as a persistent linked list: (start time, call id, older calls).
+Admitted = tuple[datetime, str, "Admitted | None"]
+
+_NO_INDEX: immutables.Map[str, TableIndex] = immutables.Map()
+_NO_WINDOWS: immutables.Map[str, Admitted] = immutables.Map()
 
 # Sorted keys make the digest independent of dict insertion order.
 _canon = msgspec.json.Encoder(order="deterministic").encode
@@ -84,6 +93,13 @@ class State(msgspec.Struct, frozen=True, gc=False):
     rsum: int = 0
     #: run index, fault switch and run-time fault rules (see `Settings`)
     settings: Settings = _SETTINGS
+    #: record name -> its id order and field indexes (`_order.py`), kept by the reducer for
+    #: the tables that have one; derived from `tables`, so not part of the hash
+    index: immutables.Map[str, TableIndex] = _NO_INDEX
+    #: tool name -> its admitted calls, newest first (`Admitted`): what rate-limit windows
+    #: count, kept per event so a window costs what it holds, not the log's length; derived
+    #: from the log's CallStarted / FaultInjected events, so not part of the hash
+    admitted: immutables.Map[str, Admitted] = _NO_WINDOWS
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:

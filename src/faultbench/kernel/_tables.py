@@ -16,19 +16,13 @@ from typing import TYPE_CHECKING, Any
 from ._errors import RecordError, RecordNotFound
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._names import did_you_mean
+from ._order import IdSet, TableIndex, bucket_ids, bucket_len, id_order
 from ._schema import INT_MAX, INT_MIN, describe_field
 from ._show import show_value
 
 if TYPE_CHECKING:
     from ._book import Store
     from ._spec import FieldSpec, RecordSpec
-
-
-def id_order(rid: str) -> tuple[int, int, str]:
-    """Sort key for ids: numeric ids in numeric order first, then the others by text."""
-    if rid.isascii() and rid.isdigit():
-        return (0, len(rid.lstrip("0")), rid)
-    return (1, 0, rid)
 
 
 # --- records -----------------------------------------------------------------------------------
@@ -210,8 +204,17 @@ class Table:
     def _rows(self) -> Any:
         return self._store.state.tables[self.name]
 
-    def _sorted_ids(self) -> list[str]:
-        rows = self._rows()
+    def _read(self) -> tuple[Any, TableIndex | None]:
+        """The rows, and their index when the state keeps one (see `_order.py`)."""
+        state = self._store.state
+        rows = state.tables[self.name]
+        ix = state.index.get(self.name)
+        return rows, (ix if ix is not None and ix.rows is rows else None)
+
+    def _ids(self, rows: Any, ix: TableIndex | None) -> IdSet | list[str]:
+        """Every id in id order: the index's, else sorted once per rows map."""
+        if ix is not None:
+            return ix.ids
         cached = self._order
         # States are immutable, so the same map object always has the same ids.
         if cached is not None and cached[0] is rows:
@@ -236,9 +239,9 @@ class Table:
 
     def all(self) -> list[Record]:
         """Every record, in id order."""
-        rows = self._rows()
+        rows, ix = self._read()
         name = self.name
-        return [Record(name, rows[i]) for i in self._sorted_ids()]
+        return [Record(name, rows[i]) for i in self._ids(rows, ix)]
 
     def where(self, **eq: Any) -> list[Record]:
         """Records whose fields equal all the given values, in id order."""
@@ -248,25 +251,46 @@ class Table:
     def rows(self, **eq: Any) -> list[Mapping[str, Any]]:
         """`where(**eq)` as the stored field mappings, without `Record` wrappers: for bulk
         reads. They are the world's own values: read them, never change them."""
-        for key in eq:
-            if key not in self._fields:
-                raise _unknown_field(self._spec, key)
-        rows = self._rows()
-        ids = self._sorted_ids()
-        if not eq:
-            return [rows[rid] for rid in ids]
-        items = tuple(eq.items())
-        out = []
-        for rid in ids:
-            data = rows[rid]
-            if all(data[k] == v for k, v in items):
-                out.append(data)
-        return out
+        return list(self._matching(eq))
 
     def pick(self, **eq: Any) -> Record | None:
         """The first record (by id order) matching `where(**eq)`, or None."""
-        found = self.where(**eq)
-        return found[0] if found else None
+        for data in self._matching(eq):
+            return Record(self.name, data)
+        return None
+
+    def _matching(self, eq: dict[str, Any]) -> Iterator[Mapping[str, Any]]:
+        """The records matching `eq`, lazily, in id order. Reads only the ids of the
+        smallest index bucket among the fields asked for (or the one record of an `id`),
+        else scans the id order; never sorts when the table is indexed."""
+        for key in eq:
+            if key not in self._fields:
+                raise _unknown_field(self._spec, key)
+        rows, ix = self._read()
+        if not eq:
+            return (rows[rid] for rid in self._ids(rows, ix))
+        candidates: Any = None
+        if "id" in eq:
+            rid = eq["id"]
+            candidates = (rid,) if isinstance(rid, str) and rid in rows else ()
+        elif ix is not None:
+            best = -1
+            for key, value in eq.items():
+                bucket = ix.bucket(key, value)
+                if bucket is False:
+                    continue
+                size = bucket_len(bucket)  # type: ignore[arg-type]
+                if best < 0 or size < best:
+                    best, candidates = size, bucket_ids(bucket)  # type: ignore[arg-type]
+                    if size == 0:
+                        return iter(())
+        if candidates is None:
+            candidates = self._ids(rows, ix)
+        items = tuple(eq.items())
+        if len(items) == 1:
+            k, v = items[0]
+            return (data for rid in candidates if (data := rows[rid])[k] == v)
+        return (data for rid in candidates if all((data := rows[rid])[k] == v for k, v in items))
 
     # --- writes ------------------------------------------------------------------------------
 

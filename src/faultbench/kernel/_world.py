@@ -27,6 +27,7 @@ from ._events import FaultsChanged, WorldCreated, WorldForked
 from ._log import EventLog
 from ._names import did_you_mean
 from ._ops import CompiledOp, compile_ops, tables_to_dict
+from ._order import index_fields, with_indexes
 from ._pipeline import Pipeline, parse_rules
 from ._results import CallResult, Tool
 from ._spec import WORLD_ATTRIBUTES, WorldSpec
@@ -93,6 +94,7 @@ class World:
     def __init__(self, spec: WorldSpec, seed: int | None = None, run: int = 0, faults: bool = True):
         seed = spec.seed if seed is None else int(seed)
         book = _seeded(spec, seed, int(run), bool(faults))
+        _index(book, spec)
         self._init(spec, seed, compile_ops(spec), book, Snapshot(spec, book.state, book.log))
 
     def _init(
@@ -138,6 +140,7 @@ class World:
         world = cls.__new__(cls)
         # A World setting up a World: its own class's private members.
         ops = compile_ops(spec) if ops is None else ops
+        _index(book, spec)
         world._init(spec, seed, ops, book, genesis)  # noqa: SLF001
         if rules is not None:
             world._pipeline.use_plan(book.state.settings, rules)  # noqa: SLF001
@@ -403,6 +406,16 @@ def _carry_over(book: Book, before: Settings, fork_of: int | None) -> None:
         s = d.state
         d.emit(FaultsChanged(seq=s.seq, at=s.clock, rules=before.rules))
     book.commit(d)
+
+
+def _index(book: Book, spec: WorldSpec) -> None:
+    """Give `book`'s state the table indexes `spec` asks for (`_order.py`), built at once.
+    A world's genesis and a replay fold their events unindexed, which is faster than
+    keeping indexes per event; from here on the reducer keeps them."""
+    state = book.state
+    index = with_indexes(state.index, state.tables, index_fields(spec))
+    if index is not None:
+        book.rewind(msgspec.structs.replace(state, index=index), book.log)
 
 
 # --- seeding -------------------------------------------------------------------------------------
