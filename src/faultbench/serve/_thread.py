@@ -1,0 +1,86 @@
+"""A world served over streamable HTTP from a background thread, for code that is not
+running a trio loop of its own (the pytest plugin's `mcp_url` fixture, a script driving an
+agent written in another language).
+
+The server runs `serve_http` in its own thread with its own trio loop and serves the world
+object it was given: calls made over HTTP land in that world, so the caller reads their
+effects on it directly once a call has been answered (a call's events are committed before
+its answer is sent). Do not call the world from the caller's thread while HTTP calls are in
+flight: a world is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+__all__ = ["serve_in_thread"]
+
+#: how long to wait for the server to listen, and for it to stop
+_START_S = 30.0
+_STOP_S = 10.0
+
+
+@contextmanager
+def serve_in_thread(
+    world: Any, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+) -> Iterator[str]:
+    """Serve `world` (a World, or a WorldServer from `build_server`) over streamable HTTP in a
+    background thread; yields the MCP URL (`http://127.0.0.1:PORT/mcp`, a free port by
+    default) and stops the server, draining open requests, on exit.
+
+    >>> with serve_in_thread(world) as url:  # doctest: +SKIP
+    ...     run_my_agent(url)
+    """
+    import trio
+
+    from ._http import build_app, listen_socket, serve_http
+    from ._server import WorldServer, build_server
+
+    server = world if isinstance(world, WorldServer) else build_server(world)
+    app = build_app(server, host=host, token=token)
+    sock = listen_socket(host, port)  # a port in use fails here, in the caller's thread
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        stop = trio.Event()
+        box["stop"] = stop
+        box["token"] = trio.lowlevel.current_trio_token()
+        async with trio.open_nursery() as nursery:
+            box["url"] = await nursery.start(
+                partial(serve_http, app, host=host, sock=sock, shutdown=stop.wait)
+            )
+            started.set()
+
+    def run() -> None:
+        try:
+            trio.run(main)
+        except BaseException as exc:  # reported in the caller's thread
+            box["error"] = exc
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=run, name="faultbench-http", daemon=True)
+    thread.start()
+    if not started.wait(_START_S) or "url" not in box:
+        sock.close()
+        error = box.get("error")
+        raise RuntimeError(f"the HTTP server for {server.world.name!r} did not start") from error
+    try:
+        yield box["url"]
+    finally:
+        try:
+            trio.from_thread.run_sync(box["stop"].set, trio_token=box["token"])
+        except trio.RunFinishedError:
+            pass  # the server already stopped (its error is raised below)
+        thread.join(_STOP_S)
+        if thread.is_alive():
+            raise RuntimeError(f"the HTTP server for {server.world.name!r} did not stop")
+        if "error" in box:
+            raise RuntimeError(f"the HTTP server for {server.world.name!r} failed") from box[
+                "error"
+            ]

@@ -1,0 +1,185 @@
+"""Where the reports meet: runs tallied into groups, the gate of each group, and the report.
+
+Everything here works on `report.faultbench`, the plain dict (JSON types only) the plugin puts
+on every report of a run, so it works the same in one process and on pytest-xdist's
+controller, which receives the reports of all workers and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._stats import Gate, decide
+
+__all__ = ["Group", "Run", "Tally", "render_group"]
+
+#: failing runs shown with their message and event-log diff (the rest get their call line)
+DETAILED_FAILURES = 5
+#: lines of event-log diff shown per failing run
+DIFF_LINES = 30
+
+
+@dataclass
+class Run:
+    """One run as its reports told it."""
+
+    nodeid: str
+    index: int
+    #: "passed", "failed", "stopped" (early stop) or "skipped" (by the test itself)
+    outcome: str = "passed"
+    tolerated: bool = False
+    message: str | None = None
+    summary: str | None = None
+    events: str | None = None  # JSON Lines
+    state_hash: str | None = None
+    events_file: str | None = None
+
+
+@dataclass
+class Group:
+    """The runs of one test (or one parameter set of it)."""
+
+    name: str
+    total: int
+    min_pass_rate: float | None
+    runs: dict[int, Run] = field(default_factory=dict)
+
+    def counts(self) -> tuple[int, int, int]:
+        outcomes = [r.outcome for r in self.runs.values()]
+        return outcomes.count("passed"), outcomes.count("failed"), outcomes.count("stopped")
+
+    def gate(self) -> Gate:
+        return decide(*self.counts(), self.min_pass_rate)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.runs) >= self.total
+
+    def failing(self) -> list[Run]:
+        return [r for _, r in sorted(self.runs.items()) if r.outcome == "failed"]
+
+    def passing(self) -> list[Run]:
+        return [r for _, r in sorted(self.runs.items()) if r.outcome == "passed"]
+
+
+class Tally:
+    """Runs by group, built from reports as they arrive (setup, call, teardown of each)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, Group] = {}
+        self._open: dict[str, Run] = {}  # nodeid -> run whose teardown has not arrived
+
+    def add(self, report: Any, data: dict[str, Any]) -> Group | None:
+        """Take one report of a run; returns its group once the run's teardown is in."""
+        run = self._open.get(report.nodeid)
+        if run is None:
+            run = self._open[report.nodeid] = Run(report.nodeid, data["run"])
+        if report.when == "setup":
+            if report.failed:
+                run.outcome = "failed"
+                run.message = data.get("message")
+            elif report.skipped:
+                run.outcome = "stopped" if data.get("stopped") else "skipped"
+        elif report.when == "call":
+            if data.get("tolerated") or report.failed:
+                run.outcome = "failed"
+                run.tolerated = bool(data.get("tolerated"))
+                run.message = data.get("message")
+            elif report.skipped:
+                run.outcome = "skipped"
+            for key in ("summary", "events", "state_hash", "events_file"):
+                if data.get(key) is not None:
+                    setattr(run, key, data[key])
+        elif report.when == "teardown":
+            if report.failed and run.outcome != "failed":
+                run.outcome = "failed"
+                run.message = data.get("message")
+            del self._open[report.nodeid]
+            group = self.groups.get(data["group"])
+            if group is None:
+                group = self.groups[data["group"]] = Group(
+                    data["group"], data["total"], data.get("min_pass_rate")
+                )
+            group.runs[run.index] = run
+            return group
+        return None
+
+    def shown(self) -> list[Group]:
+        """The groups the summary shows: several runs, a min_pass_rate, or a failure."""
+        return [
+            g
+            for g in self.groups.values()
+            if g.total > 1 or g.min_pass_rate is not None or g.failing()
+        ]
+
+
+def _indent(text: str, prefix: str) -> list[str]:
+    return [prefix + line for line in text.splitlines()]
+
+
+def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = False) -> list[str]:
+    """The summary lines of one group: its gate, then each failing run's call line,
+    assertion message, event-log diff against the closest passing run and the command that
+    reproduces it. `display(nodeid)` shortens a node id for people; `reproduce(nodeid)` is
+    the command."""
+    gate = group.gate()
+    if gate.planned == 0:
+        return [f"{display(group.name)}: no runs counted (all skipped)"]
+    lines = [f"{display(group.name)}: {gate.line()}"]
+    failing = group.failing()
+    decoded: dict[int, list[Any]] = {}
+    for n, run in enumerate(failing):
+        calls = run.summary if run.summary else "(no calls)" if run.events else "(no world)"
+        tag = " (tolerated)" if run.tolerated else ""
+        lines.append(f"    run{run.index}{tag}: {calls}")
+        if n >= DETAILED_FAILURES and not verbose:
+            lines.append(f"        Reproduce: {reproduce(run.nodeid)}")
+            continue
+        if run.message:
+            message = run.message.splitlines()
+            lines += ["        " + m for m in message[:12]]
+            if len(message) > 12:
+                lines.append(f"        ... {len(message) - 12} more lines")
+        diff_lines = _closest_diff(group, run, decoded)
+        lines += ["        " + d for d in diff_lines]
+        if run.events_file:
+            lines.append(
+                f"        Event log: {run.events_file} (faultbench replay {run.events_file} "
+                f"--expect-hash {run.state_hash})"
+            )
+        lines.append(f"        Reproduce: {reproduce(run.nodeid)}")
+    return lines
+
+
+def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Any]]) -> list[str]:
+    """The event-log diff of `run` against the passing run of its group closest to it."""
+    if run.events is None:
+        return []
+    passing = [p for p in group.passing() if p.events is not None]
+    if not passing:
+        return ["no passing run to compare the event log with"]
+    from faultbench.kernel import diff_events
+
+    mine = _events(run, decoded)
+    best = None
+    for p in passing:
+        d = diff_events(_events(p, decoded), mine, max_lines=DIFF_LINES)
+        if best is None or d.distance < best[1].distance:
+            best = (p, d)
+    assert best is not None
+    other, d = best
+    if not d:
+        return [f"event log: the same as run{other.index}'s ({d.len_a} events)"]
+    head = f"event log against run{other.index} (closest passing run; - run{other.index}, + run{run.index}):"
+    return [head, *_indent(str(d), "  ")]
+
+
+def _events(run: Run, decoded: dict[int, list[Any]]) -> list[Any]:
+    got = decoded.get(run.index)
+    if got is None:
+        from faultbench.kernel import decode_events
+
+        assert run.events is not None
+        got = decoded[run.index] = list(decode_events(run.events.encode()))
+    return got

@@ -1,0 +1,175 @@
+"""What a test's markers ask for (`Plan`), what one run of it is (`RunInfo`), and how runs
+are named and grouped.
+
+Seeds: every run of a test starts from the same world, `load_world(path, seed=S, run=i)`
+with S from `@pytest.mark.seed` (default: the world file's seed). The seed data depends on S
+alone, so all runs start from identical records and two runs' event logs differ only where
+the agent or the faults made them differ; the run index i picks the fault draws (the kernel
+decides the k-th call to an operation from (S, i, operation, k)). `RunInfo.seed` is a further
+per-run integer derived from (S, i), for the randomness of the code under test (a model's
+sampling seed, `random.Random(faultbench_run.seed)`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MARKERS", "Plan", "RunInfo", "derive_seed", "group_of", "run_id"]
+
+#: marker name -> the line `pytest --markers` shows
+MARKERS = {
+    "world": "world(path): the world file this test runs in, relative to the test file; "
+    "the `world` fixture loads it fresh for every run (faultbench)",
+    "faults": "faults(rules=None): the fault rules of each run: a dict (a `faults:` block), "
+    "a path to a world file whose `faults:` block applies, or no argument for the test's "
+    "own world file's block. Without this marker a test runs fault-free (faultbench)",
+    "runs": "runs(n): run this test n times, as items test_x[run0] ... (--runs N overrides) "
+    "(faultbench)",
+    "min_pass_rate": "min_pass_rate(rate): tolerate failing runs as long as at least this "
+    "fraction (0..1) of them pass; the gate decides the exit status (faultbench)",
+    "seed": "seed(n): the world seed (default: the world file's); each run derives its own "
+    "from (seed, run index) (faultbench)",
+}
+
+#: the parameter name the runs of a test are parametrized on (also a fixture)
+RUN_PARAM = "faultbench_run"
+
+
+class FileFaults:
+    """`@pytest.mark.faults()` with no argument: the world file's own block."""
+
+    def __repr__(self) -> str:
+        return "<the world file's faults: block>"
+
+
+FILE_FAULTS = FileFaults()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the plugin's markers on one test ask for."""
+
+    #: the world file, absolute; None for a test marked only with `runs`
+    world: Path | None
+    #: None: no faults marker (fault-free); FILE_FAULTS; a dict block; or a Path
+    faults: Any
+    runs: int
+    min_pass_rate: float | None
+    seed: int | None
+
+    @classmethod
+    def of(cls, node: Any) -> Plan | None:
+        """The plan of a test (a pytest node with markers), or None when it carries neither
+        `world` nor `runs`: then the plugin leaves it alone. Raises ValueError on a marker
+        used wrongly."""
+        world_mark = node.get_closest_marker("world")
+        runs_mark = node.get_closest_marker("runs")
+        if world_mark is None and runs_mark is None:
+            return None
+        here = Path(node.path).parent
+        world = None
+        if world_mark is not None:
+            path = _one_arg(world_mark, "path")
+            if not isinstance(path, str | os.PathLike):
+                raise ValueError(
+                    'Expected @pytest.mark.world("path/to/world.yaml") (relative to the test '
+                    f"file). Instead, received: {path!r}"
+                )
+            world = (here / path).resolve()
+        faults: Any = None
+        faults_mark = node.get_closest_marker("faults")
+        if faults_mark is not None:
+            arg = _one_arg(faults_mark, "rules", optional=True)
+            if arg is None:
+                faults = FILE_FAULTS
+            elif isinstance(arg, dict):
+                faults = arg
+            elif isinstance(arg, str | os.PathLike):
+                faults = (here / arg).resolve()
+            else:
+                raise ValueError(
+                    "Expected @pytest.mark.faults() (the world file's block), "
+                    '@pytest.mark.faults({"payments.issue_refund": {...}}) or '
+                    f'@pytest.mark.faults("other_world.yaml"). Instead, received: {arg!r}'
+                )
+        runs = 1
+        if runs_mark is not None:
+            runs = _one_arg(runs_mark, "n")
+            if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+                raise ValueError(
+                    f"Expected @pytest.mark.runs(n) with n >= 1. Instead, received: {runs!r}"
+                )
+        rate = None
+        rate_mark = node.get_closest_marker("min_pass_rate")
+        if rate_mark is not None:
+            rate = _one_arg(rate_mark, "rate")
+            if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+                raise ValueError(
+                    "Expected @pytest.mark.min_pass_rate(rate) with 0 <= rate <= 1 (0.95 for "
+                    f"95%). Instead, received: {rate!r}"
+                )
+            rate = float(rate)
+        seed = None
+        seed_mark = node.get_closest_marker("seed")
+        if seed_mark is not None:
+            seed = _one_arg(seed_mark, "n")
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise ValueError(
+                    f"Expected @pytest.mark.seed(n) with an integer n. Instead, received: {seed!r}"
+                )
+        return cls(world=world, faults=faults, runs=runs, min_pass_rate=rate, seed=seed)
+
+
+def _one_arg(mark: Any, name: str, *, optional: bool = False) -> Any:
+    args, kwargs = list(mark.args), dict(mark.kwargs)
+    if name in kwargs:
+        args.append(kwargs.pop(name))
+    if kwargs or len(args) > 1 or (not args and not optional):
+        shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
+        raise ValueError(
+            f"Expected @pytest.mark.{mark.name}({name}{'=None' if optional else ''}). "
+            f"Instead, received: @pytest.mark.{mark.name}({shown})"
+        )
+    return args[0] if args else None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The `faultbench_run` fixture: which run this is.
+
+    `index` is the run index (0-based; the world's fault draws), `total` the number of runs of
+    the test, `world_seed` the world's seed (None for a test without a world marker) and
+    `seed` an integer derived from (world seed, index) for the code under test's own
+    randomness.
+    """
+
+    index: int
+    total: int
+    seed: int
+    world_seed: int | None
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """A run's seed: a 63-bit integer from (seed, run index), the same on every machine."""
+    digest = hashlib.blake2b(f"faultbench-run:{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def run_id(index: int) -> str:
+    return f"run{index}"
+
+
+def group_of(nodeid: str, index: int) -> str:
+    """The group a run belongs to: its node id without the run's own id, so
+    `t.py::test_x[run4]` -> `t.py::test_x` and `t.py::test_x[case-a-run4]` ->
+    `t.py::test_x[case-a]` (runs are parametrized last, so their id comes last)."""
+    token = run_id(index) + "]"
+    if nodeid.endswith("[" + token):
+        return nodeid[: -len(token) - 1]
+    if nodeid.endswith("-" + token):
+        return nodeid[: -len(token) - 1] + "]"
+    return nodeid  # ids pytest made unique in its own way: a group of its own

@@ -1,0 +1,476 @@
+"""faultbench's pytest plugin (entry point `pytest11: faultbench`).
+
+A test marked `@pytest.mark.world("world.yaml")` (or `@pytest.mark.runs(n)`) becomes one item
+per run, `test_x[run0]` ... `test_x[run{n-1}]`, parametrized last so the ids compose with the
+test's own parameters (`test_x[case-a-run3]`). Each run gets a fresh world, `load_world(path,
+seed, run=index)`; every report of a run carries `report.faultbench`, a plain dict (what the
+run was, how it ended, its call line and event log), so the runs can be tallied wherever the
+reports meet: in this process, or on pytest-xdist's controller. There the gate of each group
+of runs is computed, failing runs are explained, and the exit status follows the gate.
+
+This module imports pytest and faultbench's kernel only; `faultbench.serve` (hence mcp, trio)
+is imported inside the fixtures that serve a world (DESIGN.md, "Architecture").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._handles import Faults, LiveTrace
+from ._report import Group, Tally, render_group
+from ._runs import FILE_FAULTS, MARKERS, RUN_PARAM, Plan, RunInfo, derive_seed, group_of, run_id
+from ._stats import decided, pass_hat_k
+
+#: a run item's identity: group, run, total, min_pass_rate (set at collection)
+RUN_KEY = pytest.StashKey[dict[str, Any]]()
+#: the world a run's `world` fixture made
+WORLD_KEY = pytest.StashKey[Any]()
+#: set on an item that early stop skips
+STOPPED_KEY = pytest.StashKey[bool]()
+#: the plugin's per-session state
+SESSION_KEY = pytest.StashKey["FaultbenchSession"]()
+#: parsed world files by path, shared by the runs of a session
+SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, Any]]]()
+
+
+# =============================================================================================
+# Options and markers
+# =============================================================================================
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("faultbench", "faultbench: tests in a fake, faulty world")
+    group.addoption(
+        "--runs",
+        type=int,
+        metavar="N",
+        default=None,
+        help="run every test that has a world (or a runs marker) N times, overriding "
+        "@pytest.mark.runs",
+    )
+    group.addoption(
+        "--faultbench-no-early-stop",
+        action="store_true",
+        default=False,
+        help="run every run even when a group's pass-rate outcome is already decided",
+    )
+    group.addoption(
+        "--faultbench-events",
+        metavar="DIR",
+        default=None,
+        help="write each run's event log to DIR as JSON Lines (faultbench replay FILE)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS.values():
+        config.addinivalue_line("markers", line)
+    runs = config.getoption("runs", None)
+    if runs is not None and runs < 1:
+        raise pytest.UsageError(f"Expected --runs N with N >= 1. Instead, received: {runs}")
+    session = FaultbenchSession(config)
+    config.stash[SESSION_KEY] = session
+    config.stash[SPECS_KEY] = {}
+    config.pluginmanager.register(session, "faultbench-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None and config.pluginmanager.is_registered(session):
+        config.pluginmanager.unregister(session)
+
+
+# =============================================================================================
+# Runs as items
+# =============================================================================================
+
+
+def _plan(node: Any) -> Plan | None:
+    try:
+        return Plan.of(node)
+    except ValueError as exc:
+        pytest.fail(f"{node.nodeid}: {exc}", pytrace=False)
+
+
+def _runs(config: pytest.Config, plan: Plan) -> int:
+    option = config.getoption("runs", None)
+    return plan.runs if option is None else option
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own parametrize: its ids come first
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    plan = _plan(metafunc.definition)
+    if plan is None:
+        return
+    if RUN_PARAM not in metafunc.fixturenames:
+        pytest.fail(
+            f"{metafunc.definition.nodeid}: a test marked with @pytest.mark.world or "
+            "@pytest.mark.runs is run once per run through the `faultbench_run` fixture, and "
+            "this one requests none of faultbench's fixtures (world, mcp_server, mcp_url, "
+            "trace, clock, faults, faultbench_run), so its runs could not differ. Expected it "
+            "to take `world` (or `faultbench_run`) as an argument.",
+            pytrace=False,
+        )
+    n = _runs(metafunc.config, plan)
+    metafunc.parametrize(RUN_PARAM, range(n), ids=[run_id(i) for i in range(n)], indirect=True)
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: count what will run
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash[SESSION_KEY]
+    for position, item in enumerate(items):
+        state.order.setdefault(item.nodeid, position)
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or RUN_PARAM not in callspec.params:
+            continue
+        plan = _plan(item)
+        if plan is None:
+            continue
+        index = callspec.params[RUN_PARAM]
+        data = {
+            "group": group_of(item.nodeid, index),
+            "run": index,
+            "total": _runs(config, plan),
+            "min_pass_rate": plan.min_pass_rate,
+        }
+        item.stash[RUN_KEY] = data
+        state.planned[data["group"]] = state.planned.get(data["group"], 0) + 1
+
+
+# =============================================================================================
+# Fixtures (all sync: they work under pytest-asyncio, anyio's plugin and pytest-trio alike)
+# =============================================================================================
+
+
+def _spec(request: pytest.FixtureRequest, path: Path) -> Any:
+    """The parsed world file at `path`, parsed once per session (again if it changed)."""
+    from faultbench.kernel import WorldFileError, load_spec
+
+    cache = request.config.stash[SPECS_KEY]
+    try:
+        mtime = path.stat().st_mtime_ns
+        hit = cache.get(path)
+        if hit is None or hit[0] != mtime:
+            hit = cache[path] = (mtime, load_spec(path))
+    except (OSError, WorldFileError) as exc:
+        pytest.fail(f"{request.node.nodeid}: cannot load the world file: {exc}", pytrace=False)
+    return hit[1]
+
+
+def _world_plan(request: pytest.FixtureRequest) -> Plan:
+    plan = _plan(request.node)
+    if plan is None or plan.world is None:
+        pytest.fail(
+            f'{request.node.nodeid}: the `world` fixture needs @pytest.mark.world("world.yaml") '
+            "(a path relative to the test file) on the test, its class or its module.",
+            pytrace=False,
+        )
+    return plan
+
+
+@pytest.fixture
+def faultbench_run(request: pytest.FixtureRequest) -> RunInfo:
+    """Which run this is: `index`, `total`, `world_seed` and `seed`, an integer derived from
+    (world seed, index) for the randomness of the code under test."""
+    index = getattr(request, "param", 0)
+    plan = _plan(request.node)
+    if plan is None:
+        return RunInfo(index=index, total=1, seed=derive_seed(0, index), world_seed=None)
+    world_seed = plan.seed
+    if world_seed is None and plan.world is not None:
+        world_seed = _spec(request, plan.world).seed
+    return RunInfo(
+        index=index,
+        total=_runs(request.config, plan),
+        seed=derive_seed(0 if world_seed is None else world_seed, index),
+        world_seed=world_seed,
+    )
+
+
+@pytest.fixture
+def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Any:
+    """A fresh world for this run: the test's world file, seeded with its `seed` marker (or
+    the file's seed), fault draws of run `faultbench_run.index`, and the fault rules of its
+    `faults` marker (none without one)."""
+    from faultbench.kernel import World
+
+    plan = _world_plan(request)
+    assert plan.world is not None
+    spec = _spec(request, plan.world)
+    w = World.from_spec(spec, seed=plan.seed, run=faultbench_run.index)
+    _apply_faults(request, w, plan)
+    request.node.stash[WORLD_KEY] = w
+    return w
+
+
+def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:
+    """Put the `faults` marker's rules in force, as a logged `FaultsChanged` event, so a
+    replay of the run's log injects the same faults."""
+    from faultbench.kernel import WorldFileError, render_faults
+
+    faults = plan.faults
+    if faults is FILE_FAULTS or (isinstance(faults, Path) and faults == plan.world):
+        return  # the world was created with its file's block in force
+    if faults is None:
+        if w.fault_rules:
+            w.set_faults({})  # no marker: fault-free (the rules can still be set mid-test)
+        return
+    try:
+        if isinstance(faults, Path):
+            w.set_faults(render_faults(_spec(request, faults).faults))
+        else:
+            w.set_faults(faults)
+    except (OSError, WorldFileError) as exc:
+        pytest.fail(
+            f"{request.node.nodeid}: @pytest.mark.faults({_short(faults)}): {exc}", pytrace=False
+        )
+
+
+def _short(value: Any) -> str:
+    text = repr(str(value) if isinstance(value, Path) else value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@pytest.fixture
+def trace(world: Any) -> LiveTrace:
+    """The calls of this run's world so far (`world.trace`, always up to date)."""
+    return LiveTrace(world)
+
+
+@pytest.fixture
+def clock(world: Any) -> Any:
+    """This run's virtual clock (`world.clock`)."""
+    return world.clock
+
+
+@pytest.fixture
+def faults(world: Any) -> Faults:
+    """The fault rules of this run: `rules`, `block`, `injected`, `set(...)`, `clear()`."""
+    return Faults(world)
+
+
+@pytest.fixture
+def mcp_server(world: Any) -> Any:
+    """An in-process MCP server (`faultbench.serve.WorldServer`) on this run's world: use it
+    with `mcp.Client(mcp_server)`."""
+    from faultbench.serve import build_server
+
+    return build_server(world)
+
+
+@pytest.fixture
+def mcp_url(world: Any) -> Iterator[str]:
+    """The URL (`http://127.0.0.1:PORT/mcp`) of a streamable HTTP MCP server on this run's
+    world, on a free loopback port, stopped after the test."""
+    from faultbench.serve import serve_in_thread
+
+    with serve_in_thread(world) as url:
+        yield url
+
+
+# =============================================================================================
+# Reports, the gate and the summary
+# =============================================================================================
+
+
+def _message(excinfo: Any) -> str:
+    return excinfo.exconly()
+
+
+class FaultbenchSession:
+    """Per-session state and the hooks that need it (registered in `pytest_configure`)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        #: xdist workers run tests and pass their reports on; the controller decides
+        self.worker = hasattr(config, "workerinput")
+        self.early_stop = not config.getoption("faultbench_no_early_stop", False)
+        events = config.getoption("faultbench_events", None)
+        self.events_dir = None if events is None else Path(events)
+        self.tally = Tally()
+        self.planned: dict[str, int] = {}  # group -> runs selected in this process
+        self.order: dict[str, int] = {}  # nodeid -> collection position
+        self.failed_gates: list[Group] = []
+
+    # --- early stop --------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Any:
+        data = item.stash.get(RUN_KEY, None)
+        if data is not None and self.early_stop:
+            group = self.tally.groups.get(data["group"])
+            if group is not None:
+                passed, failed, _stopped = group.counts()
+                skipped = len(group.runs) - passed - failed - _stopped
+                planned = self.planned.get(data["group"], data["total"]) - skipped
+                if passed + failed < planned and decided(
+                    passed, failed, planned, data["min_pass_rate"] or 1.0
+                ):
+                    ran = passed + failed
+                    reason = f"outcome decided after {ran} run{'s' if ran != 1 else ''}"
+                    item.stash[STOPPED_KEY] = True
+                    # A skip mark rather than raising here: pytest reports it at the test's
+                    # own location, like any skip.
+                    item.add_marker(pytest.mark.skip(reason=reason))
+        return (yield)
+
+    # --- what a report carries ---------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        base = item.stash.get(RUN_KEY, None)
+        if base is None:
+            return report
+        data = dict(base)
+        if call.when == "setup" and report.skipped and item.stash.get(STOPPED_KEY, False):
+            data["stopped"] = True
+        if report.failed and call.excinfo is not None:
+            data["message"] = _message(call.excinfo)
+        world = item.stash.get(WORLD_KEY, None)
+        if call.when == "call" and world is not None:
+            from faultbench.kernel import encode_events
+
+            data["summary"] = world.trace.summary()
+            data["events"] = encode_events(world.events).decode()
+            data["state_hash"] = world.state_hash()
+        if call.when == "call" and report.failed and base["min_pass_rate"] is not None:
+            # Tolerated: not a failure for pytest (the gate decides the exit status), shown
+            # as TOLERATED; reported as an expected failure, as pytest reports xfail, so
+            # JUnit XML and other tools see it as one.
+            report.outcome = "skipped"
+            report.wasxfail = (
+                f"run failed, tolerated by min_pass_rate={base['min_pass_rate']:g}: the "
+                "gate over all runs decides"
+            )
+            data["tolerated"] = True
+        if call.when == "teardown":
+            report.user_properties.append(("faultbench_run", base["run"]))
+            if world is not None:
+                report.user_properties.append(("faultbench_calls", world.trace.summary()))
+                report.user_properties.append(("faultbench_state_hash", world.state_hash()))
+        # A report may carry extra attributes (pytest's TestReport says so); JSON types only,
+        # so that pytest-xdist carries it from worker to controller.
+        report.faultbench = data
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Any:
+        data = getattr(report, "faultbench", None)
+        if data is not None and data.get("tolerated") and report.when == "call":
+            return "tolerated", "t", ("TOLERATED", {"yellow": True})
+        return None
+
+    # --- where reports meet ------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # On the controller: the collection order, so groups are listed as without xdist.
+        for position, nodeid in enumerate(ids):
+            self.order.setdefault(nodeid, position)
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml reads user_properties
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "faultbench", None)
+        if data is None:
+            return
+        if (
+            report.when == "call"
+            and self.events_dir is not None
+            and not self.worker
+            and data.get("events") is not None
+        ):
+            data["events_file"] = self._write_events(report.nodeid, data["events"])
+        group = self.tally.add(report, data)
+        if group is not None and group.complete and not self.worker:
+            report.user_properties.extend(_group_properties(group))
+
+    def _write_events(self, nodeid: str, events: str) -> str:
+        assert self.events_dir is not None
+        self.events_dir.mkdir(parents=True, exist_ok=True)
+        name = nodeid.replace("::", ".").replace("/", ".").replace("[", ".").rstrip("]")
+        name = re.sub(r"[^\w.\-]+", "_", name)
+        path = self.events_dir / f"{name}.jsonl"
+        path.write_text(events)
+        return os.path.relpath(path) if not path.is_absolute() else str(path)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.worker:
+            return
+        self.failed_gates = [g for g in self._groups() if g.gate().planned and not g.gate().ok]
+        if self.failed_gates and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _groups(self) -> list[Group]:
+        groups = self.tally.shown()
+        last = len(self.order)
+
+        def position(g: Group) -> int:
+            return min((self.order.get(r.nodeid, last) for r in g.runs.values()), default=last)
+
+        return sorted(groups, key=position)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: Any) -> None:
+        if self.worker:
+            return
+        groups = self._groups()
+        if not groups:
+            return
+        terminalreporter.section("faultbench: pass rate over runs")
+        verbose = config.get_verbosity() > 0
+        for group in groups:
+            for line in render_group(
+                group, display=self._display, reproduce=self._reproduce, verbose=verbose
+            ):
+                markup = {}
+                if line.startswith(self._display(group.name) + ":"):
+                    markup = {"green": True} if group.gate().ok else {"red": True, "bold": True}
+                terminalreporter.write_line(line, **markup)
+        if self.failed_gates:
+            # Counted in pytest's last line ("17 passed, 3 tolerated, 1 gate failed").
+            key = "gate failed" if len(self.failed_gates) == 1 else "gates failed"
+            terminalreporter.stats.setdefault(key, []).extend(self.failed_gates)
+
+    def _display(self, nodeid: str) -> str:
+        """`nodeid` with its file relative to the working directory, as pytest takes it."""
+        path, sep, rest = nodeid.partition("::")
+        full = self.config.rootpath / path
+        try:
+            rel = os.path.relpath(full, self.config.invocation_params.dir)
+        except ValueError:  # another drive (Windows)
+            return nodeid
+        return rel.replace(os.sep, "/") + sep + rest
+
+    def _reproduce(self, nodeid: str) -> str:
+        runs = self.config.getoption("runs", None)
+        extra = f" --runs {runs}" if runs is not None else ""
+        return f'pytest "{self._display(nodeid)}"{extra}'
+
+
+def _group_properties(group: Group) -> list[tuple[str, object]]:
+    """The group's pass rate as JUnit XML properties (on its last run's test case)."""
+    gate = group.gate()
+    lo, hi = gate.interval
+    props: list[tuple[str, object]] = [
+        ("faultbench_group", group.name),
+        ("faultbench_passed", gate.passed),
+        ("faultbench_ran", gate.ran),
+        ("faultbench_pass_rate", round(gate.rate, 4)),
+        ("faultbench_ci95", f"{lo:.4f}-{hi:.4f}"),
+    ]
+    p3 = pass_hat_k(gate.passed, gate.ran, 3)
+    if p3 is not None:
+        props.append(("faultbench_pass_hat_3", round(p3, 4)))
+    props += [
+        ("faultbench_min_pass_rate", gate.min_pass_rate),
+        ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
+    ]
+    return props

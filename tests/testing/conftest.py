@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+WORLD = HERE / "worlds" / "refund.yaml"
+AGENT = HERE / "scripted_agent.py"
+
+#: a sync agent that refunds blindly through world.call (no MCP): a timeout after the commit
+#: refunds twice
+NAIVE = """
+def naive(world, order_id="1"):
+    order = world.call("get_order", {"id": order_id}).value
+    for _ in range(3):
+        if world.call("issue_refund", {"order_id": order_id, "amount": order["total"]}).ok:
+            return
+"""
+
+
+@pytest.fixture
+def fb(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester directory with the refund world (`world.yaml`), the scripted MCP agent
+    (`scripted_agent.py`) and the naive sync agent (`naive.py`)."""
+    pytester.makefile(".yaml", world=WORLD.read_text())
+    pytester.makepyfile(scripted_agent=AGENT.read_text(), naive=NAIVE)
+    pytester.makeini(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\naddopts = -p no:cacheprovider\n"
+    )
+    return pytester

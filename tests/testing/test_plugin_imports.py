@@ -1,0 +1,47 @@
+"""The plugin loads in every pytest run: it must not import mcp, trio or anyio unless a test
+uses a fixture that serves a world. Checked in a fresh process (pytest-trio and anyio's own
+plugins, which import trio and anyio, are turned off there so the check sees ours)."""
+
+from __future__ import annotations
+
+import faultbench.testing
+
+CHECK = """
+import sys
+import pytest
+
+HEAVY = {"mcp", "trio", "anyio", "hypercorn", "faultbench.serve"}
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.faults()
+@pytest.mark.runs(2)
+def test_world_without_a_server(world, trace, clock, faults, faultbench_run):
+    world.call("get_order", {"id": "1"})
+    assert HEAVY.isdisjoint(sys.modules), sorted(HEAVY & set(sys.modules))
+
+@pytest.mark.world("world.yaml")
+def test_z_server_imports_them_when_asked(mcp_server):
+    assert {"mcp", "faultbench.serve"} <= set(sys.modules)
+"""
+
+
+def test_the_plugin_imports_no_server_library_unless_a_fixture_needs_one(fb):
+    fb.makepyfile(test_imports=CHECK)
+    result = fb.runpytest_subprocess("-p", "no:trio", "-p", "no:anyio", "-p", "no:asyncio")
+    result.assert_outcomes(passed=3)
+
+
+def test_public_names():
+    assert sorted(faultbench.testing.__all__) == [
+        "Faults",
+        "Gate",
+        "LiveTrace",
+        "RunInfo",
+        "decide",
+        "derive_seed",
+        "pass_hat_k",
+        "required_passes",
+        "wilson_interval",
+    ]
+    for name in faultbench.testing.__all__:
+        assert getattr(faultbench.testing, name) is not None
