@@ -127,10 +127,10 @@ def test_failing_runs_show_calls_message_diff_against_closest_pass_and_reproduce
         [
             "test_refund.py::test_refund: */20 passed (*%) [95% CI *] pass^3=* "
             "min_pass_rate=95% -> FAIL",
-            "    run0 (tolerated): get_order → issue_refund!timeout → issue_refund!timeout → "
-            "issue_refund",
+            # Which runs draw the 30% timeout depends on the seed's draws, not on the plugin.
+            "    run* (tolerated): get_order → issue_refund!timeout → *issue_refund",
             "        AssertionError: get_order → issue_refund!timeout → *",
-            "        event log against run1 (closest passing run; - run1, + run0):",
+            "        event log against run* (closest passing run; - run*, + run*):",
             "          event logs differ at event 8 (a: 10 events, -1; b: 20 events, +11)",
             "*",
             "          + FaultInjected issue_refund timeout {commit: True, *}",
