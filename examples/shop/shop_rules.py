@@ -8,7 +8,11 @@ the agent sees the message.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
+
+#: How long after it was placed an order can be sent back.
+RETURN_WINDOW = timedelta(days=30)
 
 Reason = Literal["damaged", "wrong_item", "not_needed", "other"]
 
@@ -21,9 +25,10 @@ def _order(world, order_id: str):
 
 
 def create_return(world, clock, order_id: str, reason: Reason = "other") -> dict:
-    """Open a return for a delivered order.
+    """Open a return for a delivered order, within 30 days of when it was placed.
 
-    Refused when the order does not exist, was not delivered, or already has a return.
+    Refused when the order does not exist, was not delivered, is older than 30 days, or
+    already has a return.
 
     Args:
         order_id: id of the delivered order to send back.
@@ -33,6 +38,12 @@ def create_return(world, clock, order_id: str, reason: Reason = "other") -> dict
     if order.status != "delivered":
         raise ValueError(
             f"order {order_id} is {order.status}; only delivered orders can be returned"
+        )
+    age = clock.now() - order.placed_at
+    if age > RETURN_WINDOW:
+        raise ValueError(
+            f"order {order_id} was placed {age.days} days ago; returns close after "
+            f"{RETURN_WINDOW.days} days"
         )
     if world.return_requests.where(order_id=order_id):
         raise ValueError(f"order {order_id} already has a return")

@@ -33,8 +33,8 @@ def test_show_prints_every_table_aligned():
     assert header.split() == ["id", "owner", "balance", "currency", "status", "opened_at"]
     assert len(rows) == 10
     # explicit rows keep their ids and values, and sort after the numeric ids
-    assert rows[-2].split()[:5] == ["ACC-1", "Ada", "Lovelace", "250.00", "EUR"]
-    assert rows[-1].split()[:5] == ["ACC-2", "Alan", "Turing", "20.00", "EUR"]
+    assert rows[-2].split()[:5] == ["ACC-1", "Ada", "Lovelace", "25000", "EUR"]
+    assert rows[-1].split()[:5] == ["ACC-2", "Alan", "Turing", "2000", "EUR"]
     # columns line up: every row is as wide as the rule, balances are right-aligned
     balance_end = header.index("balance") + len("balance")
     for row in rows:

@@ -56,7 +56,19 @@ def worlds(tmp_path_factory):
     return world_of(tmp, SMALL), world_of(tmp, BIG)
 
 
-def ratio(small_fn, big_fn) -> float:
+def ratio(small_fn, big_fn, attempts: int = 3) -> float:
+    """big/small cost per call; measured again (up to `attempts` times) while it looks over
+    the margin, since a loaded machine can stall every batch of one side for a moment. A read
+    that really grew with the size stays ~100x however often it is measured."""
+    best = float("inf")
+    for _ in range(attempts):
+        best = min(best, _ratio_once(small_fn, big_fn))
+        if best < 3:
+            break
+    return best
+
+
+def _ratio_once(small_fn, big_fn) -> float:
     small_fn(0), big_fn(0)  # warm
     # The cyclic GC's full collections scan the whole heap, which is larger for the big
     # world: what this measures is the work of the read itself, so the worlds built so far

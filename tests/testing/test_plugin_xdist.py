@@ -31,7 +31,8 @@ def summary(output: str) -> list[str]:
     """The faultbench section and pytest's last line, timing cut."""
     section = output.split("faultbench: pass rate over runs", 1)[1]
     lines = [line for line in section.splitlines()[1:] if not line.startswith("=")]
-    last = re.sub(r" in [\d.]+s", "", output.strip().splitlines()[-1])
+    # pytest pads its last line with "=" to the terminal width around a duration that varies
+    last = re.sub(r" in [\d.]+s( \([\d:]+\))?", "", output.strip().splitlines()[-1]).strip("= ")
     return [line for line in lines if line and "short test summary" not in line] + [last]
 
 

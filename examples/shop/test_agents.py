@@ -1,0 +1,105 @@
+"""The shop's agents, one run each, with the refund's timeout pinned by a fault script.
+
+`payments.issue_refund: {script: {1: timeout}}`: the first refund is written, then the call
+fails after 30 virtual seconds. The naive agent refunds twice; the careful one once.
+(The 20-run pass-rate gates come with the pytest plugin.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+import faultbench
+from faultbench.serve import build_server
+
+from . import agents
+
+pytestmark = pytest.mark.anyio
+
+WORLD = Path(__file__).parent / "worlds" / "shop.yaml"
+FRAMEWORKS = ["pydantic_ai", "openai_agents"]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def world():
+    world = faultbench.load_world(WORLD)
+    world.set_faults({"payments.issue_refund": {"script": {1: "timeout"}}})
+    return world
+
+
+async def run(framework: str, policy, world):
+    module = importlib.import_module(f"faultbench.integrations.{framework}")
+    return await module.run_agent(
+        module.scripted_model(policy),
+        agents.PROMPT,
+        mcp=build_server(world),
+        system_prompt=agents.SYSTEM_PROMPT,
+    )
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_naive_agent_refunds_twice_under_a_timeout(framework, world):
+    result = await run(framework, agents.naive, world)
+    assert result.ok  # it believes it succeeded...
+    summary = result.trace.summary()
+    assert "issue_refund!timeout → issue_refund" in summary
+    assert summary == "get_order → create_return → issue_refund!timeout → issue_refund"
+    # ...and the customer got the money twice
+    refunds = world.refunds.where(order_id=agents.ORDER)
+    assert [r.amount for r in refunds] == [agents.AMOUNT, agents.AMOUNT]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_careful_agent_refunds_once(framework, world):
+    result = await run(framework, agents.careful, world)
+    assert result.ok
+    assert result.trace.summary() == (
+        "get_order → create_return → issue_refund!timeout → list_refunds"
+    )
+    assert [r.amount for r in world.refunds.where(order_id=agents.ORDER)] == [agents.AMOUNT]
+    assert world.orders.get(agents.ORDER).status == "returned"
+    assert "went through" in result.output
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_careful_agent_retries_a_refund_that_did_not_go_through(framework, world):
+    world.set_faults({"payments.issue_refund": {"script": {1: "timeout_before_commit"}}})
+    result = await run(framework, agents.careful, world)
+    assert result.trace.summary() == (
+        "get_order → create_return → issue_refund!timeout_before_commit → list_refunds"
+        " → issue_refund"
+    )
+    assert [r.amount for r in world.refunds.where(order_id=agents.ORDER)] == [agents.AMOUNT]
+
+
+def test_returns_close_thirty_days_after_the_order(world):
+    world.clock.advance(30 * 86400)  # order 1 was placed on 2025-05-15
+    result = world.call("create_return", {"order_id": agents.ORDER, "reason": "damaged"})
+    assert not result.ok
+    assert "was placed 46 days ago; returns close after 30 days" in result.text
+    result = world.call("create_return", {"order_id": "4", "reason": "damaged"})
+    assert "only delivered orders can be returned" in result.text
+
+
+@pytest.mark.skipif(
+    not os.environ.get("OPENAI_API_KEY"),
+    reason="set OPENAI_API_KEY to run the shop task with a real model (gpt-5-mini)",
+)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_a_real_model(framework, world):
+    module = importlib.import_module(f"faultbench.integrations.{framework}")
+    model = "openai:gpt-5-mini" if framework == "pydantic_ai" else "gpt-5-mini"
+    result = await module.run_agent(
+        model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
+    )
+    refunded = [r.amount for r in world.refunds.where(order_id=agents.ORDER)]
+    assert refunded == [agents.AMOUNT], f"{result.trace.summary()}\n{result.output}"

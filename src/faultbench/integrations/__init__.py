@@ -1,0 +1,23 @@
+"""Run Pydantic AI and OpenAI Agents SDK agents against a faultbench world.
+
+`faultbench.integrations.pydantic_ai` and `faultbench.integrations.openai_agents` each offer
+`run_agent(model, prompt, *, mcp, ...)`, where `mcp` is a `WorldServer` (in-process, the fast
+path), a streamable HTTP URL (`faultbench serve WORLD --http`) or a stdio command
+(`["faultbench", "serve", "world.yaml"]`). Both return an `AgentRun`: the framework's result,
+or the failure that ended the run, together with the world's trace.
+
+`Seen`, `ToolCall` and `Reply` describe a scripted agent (a *policy*: what it has seen so far
+-> its next step) that each framework module turns into its own scripted model
+(`scripted_model(policy)`), so one agent is written once and runs under both frameworks.
+
+Importing this package imports neither framework; each module raises `ImportError` naming
+the extra to install when its framework is missing.
+"""
+
+from ._run import AgentRun as AgentRun
+from ._script import Policy as Policy
+from ._script import Reply as Reply
+from ._script import Seen as Seen
+from ._script import ToolCall as ToolCall
+
+__all__ = ["AgentRun", "Policy", "Reply", "Seen", "ToolCall"]

@@ -1,0 +1,170 @@
+"""What both integrations share: where the world is (`Target`) and what a run gave (`AgentRun`).
+
+The frameworks keep an MCP result's `_meta` (call id, virtual times, fault) to themselves, so
+the world's side of a run is read from the world: its event log from the run's first event on,
+folded into a `Trace`. In-process that is the live world; over HTTP, the control API's
+`/faultbench/events`; over stdio, the `--events` file of a `faultbench serve` command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import tempfile
+import urllib.request
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faultbench.kernel import Trace, World, WorldCreated, decode_events, replay
+from faultbench.serve import WorldServer
+
+__all__ = ["AgentRun", "Http", "InProcess", "Stdio", "Target", "missing_extra", "target"]
+
+
+def missing_extra(extra: str, error: ImportError) -> ImportError:
+    """The ImportError for a framework that is not installed, with the command that fixes it."""
+    return ImportError(
+        f"faultbench.integrations needs the {extra!r} extra: pip install 'faultbench[{extra}]' "
+        f"(or uv add 'faultbench[{extra}]'). Missing: {error.name or error}"
+    )
+
+
+@dataclass
+class AgentRun:
+    """One agent run against a world.
+
+    `result` is the framework's own result (Pydantic AI's `AgentRunResult`, the Agents SDK's
+    `RunResult`) and `output` its final output; both are None when the run failed, and then
+    `error` holds what ended it (Pydantic AI's `UnexpectedModelBehavior` once its retry budget
+    is spent, the Agents SDK's `MaxTurnsExceeded`...): a failed run, which a test counts as
+    such, rather than an exception. `trace` holds the calls this run made to the world (None
+    when the world cannot be read: a stdio command that is not `faultbench serve`). `world` is
+    the world itself: the live one in-process, one rebuilt from the server's event log over
+    stdio, None over HTTP (read it through the control API).
+    """
+
+    output: Any
+    result: Any
+    error: BaseException | None
+    trace: Trace | None
+    world: World | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the run ended with an answer, False when it failed."""
+        return self.error is None
+
+
+# --- where the world is ---------------------------------------------------------------------
+
+
+@dataclass
+class InProcess:
+    server: WorldServer
+
+
+@dataclass
+class Http:
+    url: str
+
+    @property
+    def control(self) -> str:
+        return self.url.rstrip("/").removesuffix("/mcp") + "/faultbench"
+
+
+@dataclass
+class Stdio:
+    argv: list[str]
+
+
+Target = InProcess | Http | Stdio
+
+
+def target(mcp: WorldServer | str | Sequence[str]) -> Target:
+    """Read `run_agent`'s `mcp`: a server, an http(s) URL, or a command (argv or one string)."""
+    if isinstance(mcp, WorldServer):
+        return InProcess(mcp)
+    if isinstance(mcp, str):
+        if mcp.startswith(("http://", "https://")):
+            return Http(mcp)
+        mcp = shlex.split(mcp)
+    if isinstance(mcp, Sequence) and mcp and all(isinstance(a, str) for a in mcp):
+        return Stdio(list(mcp))
+    raise TypeError(
+        "Expected mcp to be a faultbench WorldServer (build_server(world)), an http(s) URL "
+        "('http://127.0.0.1:8000/mcp') or a stdio command (['faultbench', 'serve', "
+        f"'world.yaml']). Instead, received: {mcp!r}"
+    )
+
+
+def _is_faultbench_serve(argv: list[str]) -> bool:
+    names = [Path(a).name for a in argv]
+    return "serve" in names and any(n in ("faultbench", "faultbench.cli") for n in names)
+
+
+# --- reading the world's side of a run ------------------------------------------------------
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        body: bytes = response.read()
+        return body
+
+
+@contextlib.asynccontextmanager
+async def observe(where: Target) -> AsyncIterator[Observed]:
+    """Watch the world through a run: yields the target to connect to (a stdio command may
+    gain `--events FILE`), and fills `Observed.trace` / `.world` when the run is over."""
+    seen = Observed(where)
+    if isinstance(where, InProcess):
+        start = len(where.server.world.events)
+        yield seen
+        seen.world = where.server.world
+        seen.trace = Trace(seen.world.events_since(start))
+    elif isinstance(where, Http):
+        state = json.loads(await asyncio.to_thread(_get, where.control + "/state"))
+        yield seen
+        body = await asyncio.to_thread(_get, f"{where.control}/events?since={state['seq'] + 1}")
+        seen.trace = Trace(decode_events(body))
+    elif not _is_faultbench_serve(where.argv):
+        yield seen
+    elif "--events" in where.argv:
+        yield seen
+        seen.read_events(Path(where.argv[where.argv.index("--events") + 1]))
+    else:
+        with tempfile.TemporaryDirectory(prefix="faultbench-") as tmp:
+            events = Path(tmp) / "events.jsonl"
+            seen.target = Stdio([*where.argv, "--events", str(events)])
+            yield seen
+            seen.read_events(events)
+
+
+@dataclass
+class Observed:
+    target: Target
+    trace: Trace | None = None
+    world: World | None = None
+
+    def finish(self, result: Any, output: Any, error: BaseException | None) -> AgentRun:
+        """The run as `run_agent` returns it; call once the run and `observe` are over."""
+        return AgentRun(
+            output=None if error else output,
+            result=None if error else result,
+            error=error,
+            trace=self.trace,
+            world=self.world,
+        )
+
+    def read_events(self, path: Path) -> None:
+        if not path.exists():
+            return
+        events = decode_events(path.read_bytes())
+        self.trace = Trace(events)
+        first = events[0] if events else None
+        if isinstance(first, WorldCreated) and first.path and os.path.exists(first.path):
+            self.world = replay(first.path, events)

@@ -1,0 +1,65 @@
+"""faultbench.integrations.openai_agents: what the Agents SDK's own behaviour turns into."""
+
+from __future__ import annotations
+
+import pytest
+from agents import Agent, Runner
+from agents.exceptions import MaxTurnsExceeded
+
+from faultbench.integrations import Reply, ToolCall
+from faultbench.integrations.openai_agents import (
+    WorldMCPServer,
+    mcp_server,
+    run_agent,
+    scripted_model,
+)
+from faultbench.serve import build_server
+
+from .conftest import FailsThenFinds, cancel_first_placed
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_running_out_of_turns_is_a_failed_run_not_an_exception(shop):
+    def stubborn(seen):
+        return ToolCall("get_order", {"id": "nope"})
+
+    run = await run_agent(scripted_model(stubborn), "go", mcp=build_server(shop), max_turns=3)
+    assert not run.ok
+    assert isinstance(run.error, MaxTurnsExceeded)
+    assert run.output is None
+    assert run.result is None
+    assert run.trace.count("get_order", ok=False) == 3
+
+
+async def test_the_policy_sees_error_text_as_a_failed_result(shop):
+    agent = FailsThenFinds()
+    run = await run_agent(scripted_model(agent), "go", mcp=build_server(shop))
+    assert run.ok
+    assert run.output == "ok"
+    failed, found = agent.seen
+    assert (failed.tool, failed.ok, failed.value) == ("get_order", False, None)
+    assert failed.text.startswith("404 Not Found")
+    assert found.ok
+    assert found.value["id"] == "1"
+
+
+async def test_system_prompt_becomes_the_agents_instructions(shop):
+    model = scripted_model(lambda seen: Reply("done"))
+    run = await run_agent(model, "go", mcp=build_server(shop), system_prompt="Be careful.")
+    assert run.ok
+    assert model.first_call.system_instructions == "Be careful."
+    assert {t.name for t in model.first_call.tools} >= {"issue_refund", "cancel_order"}
+
+
+async def test_mcp_server_plugs_the_world_into_your_own_agent(shop):
+    placed = shop.orders.pick(status="placed")
+    server = mcp_server(build_server(shop))
+    assert isinstance(server, WorldMCPServer)
+    async with server:
+        agent = Agent(name="a", model=scripted_model(cancel_first_placed), mcp_servers=[server])
+        result = await Runner.run(agent, "Cancel an order.")
+    assert result.final_output == f"cancelled order {placed.id}: cancelled"
+    assert shop.orders.get(placed.id).status == "cancelled"
+    with pytest.raises(RuntimeError, match="not connected"):
+        await server.list_tools()
