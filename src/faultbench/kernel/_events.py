@@ -54,6 +54,13 @@ class FaultsChanged(Event, frozen=True):
     rules: dict[str, Any] | None = None
 
 
+class LogRewound(Event, frozen=True):
+    """Not a change to a world: a line of an append-only log file (`serve --events`) saying
+    that the log went back to its first `seq` events (a reset or a restore), so the events
+    after this line replace those from `seq` on. `decode_events` applies it; it never
+    reaches a world's log or `apply`. `at` is the virtual time after the rewind."""
+
+
 # --- records -----------------------------------------------------------------------------------
 
 
@@ -136,6 +143,7 @@ AnyEvent = (
     | FaultInjected
     | CallSucceeded
     | CallFailed
+    | LogRewound
 )
 
 # `order="deterministic"` sorts dict keys, so the bytes never depend on insertion order.
@@ -166,7 +174,23 @@ def decode_events(data: bytes | str | Iterable[bytes | str]) -> list[Event]:
         if not line.strip():
             continue
         try:
-            events.append(_decoder.decode(line))
+            ev = _decoder.decode(line)
         except msgspec.DecodeError as exc:
             raise msgspec.DecodeError(f"event log line {lineno}: {exc}") from None
+        except RecursionError:  # nested deeper than the stack allows
+            raise msgspec.DecodeError(f"event log line {lineno}: nested too deeply") from None
+        add_log_line(events, ev, lineno)
     return events
+
+
+def add_log_line(events: list[Event], ev: Event, lineno: int) -> None:
+    """Add one decoded line to `events`: an event is appended, a `LogRewound` cuts back."""
+    if type(ev) is not LogRewound:
+        events.append(ev)
+    elif 0 < ev.seq <= len(events):
+        del events[ev.seq :]
+    else:
+        raise msgspec.DecodeError(
+            f"event log line {lineno}: LogRewound to seq {ev.seq}, but the log before it has "
+            f"{len(events)} events; expected a seq from 1 to {len(events)}"
+        )
