@@ -4,7 +4,9 @@ state by `apply` (see `_reducer.py`).
 Rules that keep old logs readable forever:
 - events are facts, named in the past tense, frozen;
 - a new field always has a default (msgspec decodes old logs without it);
-- the tag (the `type` key in JSON) is the class name: never rename a class.
+- the tag (the `type` key in JSON) is the class name: never rename a class;
+- a field the class does not have is an error (a log edited by hand, or written by a newer
+  faultbench), not something to drop silently.
 
 Times are virtual (the world's clock), timezone-aware UTC datetimes.
 """
@@ -18,7 +20,9 @@ from typing import Any
 import msgspec
 
 
-class Event(msgspec.Struct, frozen=True, tag_field="type", tag=True, gc=False):
+class Event(
+    msgspec.Struct, frozen=True, tag_field="type", tag=True, gc=False, forbid_unknown_fields=True
+):
     seq: int  # position in the log, 0-based, gap-free
     at: datetime  # virtual time at which the fact happened
 

@@ -58,22 +58,17 @@ CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
 TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults")
 
 
-def load_spec(source: str | os.PathLike[str], *, text: str | None = None) -> WorldSpec:
+def load_spec(
+    source: str | os.PathLike[str], *, text: str | None = None, raw: bytes | None = None
+) -> WorldSpec:
     """Load and validate a world file. With `text`, parse that instead of reading `source`,
-    which then only names the file in messages and anchors handler imports.
+    which then only names the file in messages and anchors handler imports; with `raw`, the
+    file's bytes as `read_world_file` read them (replay checks their digest first).
     Raises WorldFileError listing every problem, or OSError if the file cannot be read."""
     display = os.fspath(source)
     if text is None:
-        with open(display, "rb") as fh:  # bounded: `faultbench check /dev/zero` must end
-            raw = fh.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise WorldFileError(
-                SourceError(
-                    display, 1, 1,
-                    f"larger than {MAX_FILE_BYTES // 2**20} MiB; expected a world file (YAML "
-                    "text); generate big tables with seed counts instead of writing rows out",
-                )
-            )  # fmt: skip
+        if raw is None:
+            raw = read_world_file(display)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -88,6 +83,21 @@ def load_spec(source: str | os.PathLike[str], *, text: str | None = None) -> Wor
     return _WorldLoader(doc, base_dir).build(
         path=path, default_name=stem, digest=hashlib.sha256(raw).hexdigest()
     )
+
+
+def read_world_file(path: str) -> bytes:
+    """The bytes of a world file, refused past `MAX_FILE_BYTES` without reading the rest."""
+    with open(path, "rb") as fh:  # bounded: `faultbench check /dev/zero` must end
+        raw = fh.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise WorldFileError(
+            SourceError(
+                path, 1, 1,
+                f"larger than {MAX_FILE_BYTES // 2**20} MiB; expected a world file (YAML "
+                "text); generate big tables with seed counts instead of writing rows out",
+            )
+        )  # fmt: skip
+    return raw
 
 
 def parse_faults(
