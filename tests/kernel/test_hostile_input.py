@@ -157,3 +157,16 @@ def test_a_lone_surrogate_is_invalid_arguments_and_the_log_stays_writable(args):
     assert world.call("\ud800", args).error_kind == "unknown_tool"
     encode_events(world.events)  # does not raise
     assert world.call("get_order", {"id": "1"}).ok
+
+
+def test_the_loader_stops_after_100_problems():
+    text = "name: x\nservices:\n  s:\n    records: { r: { x: str } }\n" + "".join(
+        f"k{i}: 1\n" for i in range(5000)
+    )
+    started = time.monotonic()
+    errors = errors_of(text)
+    assert time.monotonic() - started < 2
+    assert len(errors) == 101
+    assert errors[-1].endswith(
+        "stopped after 100 problems; expected fewer: fix these and check again"
+    )

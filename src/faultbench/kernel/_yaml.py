@@ -125,6 +125,8 @@ def _compose(text: str) -> Node | None:
 
 #: nested mappings and lists; a world file needs about 8
 MAX_DEPTH = 100
+#: problems reported at most (the loader stops looking after this many)
+MAX_PROBLEMS = 100
 #: values that aliases (`*name`, `<<: *name`) may add to a document, over all uses
 MAX_ALIAS_NODES = 100_000
 
@@ -167,6 +169,17 @@ class Document:
 
     def problem(self, pos: Position, message: str) -> None:
         self.problems.append(SourceError(self.path, pos[0], pos[1], message))
+        if len(self.problems) >= MAX_PROBLEMS:
+            # Thousands of wrong keys would cost seconds of did-you-means and a message of
+            # megabytes: the first ones found are enough to start fixing.
+            self.problems.append(
+                SourceError(
+                    self.path, pos[0], pos[1],
+                    f"stopped after {MAX_PROBLEMS} problems; expected fewer: fix these and "
+                    "check again",
+                )
+            )  # fmt: skip
+            self.raise_problems()
 
     def raise_problems(self) -> None:
         if self.problems:

@@ -36,6 +36,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
@@ -47,6 +48,7 @@ from faultbench.kernel import (
     encode_events,
     iso_time,
     parse_duration,
+    parse_faults,
     render_faults,
     show_repr,
 )
@@ -314,7 +316,10 @@ class Control:
                 rules = await _body(request, raw)
             else:  # YAML, or JSON sent without a content type (JSON is YAML)
                 rules = raw.decode("utf-8", errors="replace")
-            world.set_faults(rules)
+            # Parsed in a worker thread: a big block (up to MAX_BODY) takes a while to
+            # validate, and the server keeps answering MCP and the control API meanwhile.
+            parsed = await anyio.to_thread.run_sync(parse_faults, rules, world.spec)
+            world.set_faults(parsed)
             self._changed(world)
         # The block form PUT takes, so a client can GET, edit and PUT the answer back as is.
         return _json({"faults": render_faults(world.fault_rules)}, encoder=_in_order)
