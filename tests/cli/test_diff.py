@@ -130,4 +130,6 @@ def test_an_incomplete_last_line_is_dropped_with_a_warning(logs, capsys, tmp_pat
     data = a.read_bytes()
     torn.write_bytes(data + data.splitlines()[1][:20])  # a writer killed mid-line
     assert main(["diff", str(a), str(torn)]) == 0
-    assert f"{torn}:5: ignoring an incomplete last line" in capsys.readouterr().err
+    assert (
+        f"{torn}:5: the log breaks off here: its last line is cut short" in capsys.readouterr().err
+    )

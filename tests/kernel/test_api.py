@@ -59,6 +59,9 @@ RETURNED_TYPES = {
     "State",
     "SourceError",
     "RecordError",
+    "ClockOverflow",
+    # a line of an append-only log file (serve --events), never in a world's log
+    "LogRewound",
 }
 
 
@@ -83,6 +86,7 @@ SHELL_NAMES = {
     "did_you_mean",
     "format_value",
     "natural_key",
+    "add_log_line",
 }
 
 

@@ -616,7 +616,12 @@ async def test_events_file_replays_to_the_hash_reported_before_sigkill(serve_htt
     assert replayed.state_hash() == reported["hash"]
     assert replayed.to_dict()["refund"] == reported["tables"]["refund"]
     # and the command verifies it
-    assert cli_main(["replay", str(events_file), "--expect-hash", reported["hash"]]) == 0
+    assert (
+        cli_main(
+            ["replay", str(events_file), "--world", str(SHOP), "--expect-hash", reported["hash"]]
+        )
+        == 0
+    )
 
 
 # --- security --------------------------------------------------------------------------------

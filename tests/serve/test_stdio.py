@@ -124,6 +124,11 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
             '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_order",'
             f'"arguments":{{"status":"placed","total":1,"note":{deep}}}}}}}'
         )
+        # Deeper than the SDK's parser goes: answered all the same (it used to get nothing).
+        refused = server.receive()
+        assert refused["id"] == 2
+        assert refused["error"]["code"] == -32600
+        assert "nested deeper than 128 levels" in refused["error"]["message"]
         server.send("this is not JSON")
         big = server.call(3, "create_order", json.dumps({"status": "y" * 1_000_000, "total": 1}))
         assert big["id"] == 3
@@ -134,7 +139,7 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
         ok = server.call(5, "get_order", '{"id": "1"}')
         assert ok["id"] == 5
         assert ok["result"]["isError"] is False
-        # The unparsable lines got no answer that could be mistaken for a tool result.
+        # The line that is not JSON (no id) got no answer that could pass for a tool result.
         assert server.proc.poll() is None
         # return_order's handler prints: that text must not reach stdout (receive() would
         # fail to parse it as JSON-RPC).

@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"faultbench diff: warning: {message}", file=sys.stderr)
 
     try:
-        a = read_events(args.a, warn=warn)
-        b = read_events(args.b, warn=warn)
+        a = read_events(args.a, warn=warn, partial=True)
+        b = read_events(args.b, warn=warn, partial=True)
     except BadInput as exc:
         print(f"faultbench diff: {exc}", file=sys.stderr)
         return 2

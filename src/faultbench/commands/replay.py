@@ -2,7 +2,12 @@
 its final state and state hash, and check the hash against `--expect-hash` when given.
 
 Exit status: 0 the log replays (and matches `--expect-hash` when given), 1 it does not replay
-or the hash differs, 2 bad input (missing or malformed file, no world to replay against).
+or the hash differs, 2 bad input (missing or malformed file, a log that breaks off, no world to
+replay against).
+
+A log is data: it never chooses the code that runs. The world file comes from `--world`, or,
+with `--world-beside-log`, is the file the log names looked up in the log's own folder; its
+digest is compared with the log's before it is loaded (loading imports its handlers).
 """
 
 from __future__ import annotations
@@ -33,7 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--world",
         metavar="WORLD",
-        help="the world file the log was made with (default: the path the log records)",
+        help="the world file the log was made with",
+    )
+    parser.add_argument(
+        "--world-beside-log",
+        action="store_true",
+        help="use the world file the log names, from the log's folder (not the path it records)",
+    )
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="replay a log that breaks off (a last line cut short, a call never answered) up "
+        "to its last complete call, instead of refusing it",
     )
     parser.add_argument(
         "--expect-hash",
@@ -48,15 +64,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_events(path: str | Path, *, warn=None) -> list[Event]:
+def read_events(
+    path: str | Path,
+    *,
+    warn=None,
+    partial: bool = False,
+    lines: dict[int, int] | None = None,
+) -> list[Event]:
     """Decode an event log file, naming `file:line` for the first line that is not an event.
 
-    A last line cut short (no newline, not valid JSON) is what a writer killed mid-write leaves
-    behind; it is dropped, and `warn` (if given) is told, instead of rejecting the whole log.
+    `LogRewound` lines (a reset or restore under `serve --events`) are applied. A log that
+    breaks off (a last line cut short, or a call started and never answered: what a writer
+    killed mid-write, or a file cut by other means, leaves behind) is refused, or with
+    `partial` cut back to its last complete call, and `warn` (if given) is told. `lines`, if
+    given, is filled with seq -> line number.
     """
     import msgspec
 
-    from faultbench.kernel import AnyEvent
+    from faultbench.kernel import AnyEvent, add_log_line
 
     decoder = msgspec.json.Decoder(AnyEvent)
     try:
@@ -66,29 +91,70 @@ def read_events(path: str | Path, *, warn=None) -> list[Event]:
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
     events: list[Event] = []
-    lines = data.splitlines()
+    where: dict[int, int] = {} if lines is None else lines
+    rows = data.splitlines()
     torn = bool(data) and not data.endswith(b"\n")
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(rows, 1):
         if not line.strip():
             continue
         try:
-            events.append(decoder.decode(line))
-        except msgspec.DecodeError as exc:
-            if torn and lineno == len(lines):
-                if warn is not None:
-                    warn(f"{path}:{lineno}: ignoring an incomplete last line ({exc})")
+            ev = decoder.decode(line)
+            add_log_line(events, ev, lineno)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            if torn and lineno == len(rows):
+                _broken(
+                    f"{path}:{lineno}: the log breaks off here: its last line is cut short "
+                    f"({why}), as a writer stopped mid-write leaves it",
+                    partial,
+                    warn,
+                )
                 break
             shown = line[:80].decode("utf-8", "replace") + ("…" if len(line) > 80 else "")
             raise BadInput(
                 f"{path}:{lineno}: Expected one event as a JSON object with a known"
-                f' "type". Instead, received: {shown!r} ({exc})'
+                f' "type" and its fields. Instead, received: {shown!r} ({why})'
             ) from None
+        if type(ev).__name__ != "LogRewound":
+            where[ev.seq] = lineno
+    _cut_unanswered(path, events, where, partial, warn)
     return events
 
 
-def world_path(events: list[Event], events_path: str | Path, given: str | None) -> Path:
-    """The world file to replay against: `--world`, else the path the log's first event names
-    (as written, then relative to the log's directory)."""
+def _broken(message: str, partial: bool, warn) -> None:
+    if not partial:
+        raise BadInput(
+            f"{message}. Expected a complete log; pass --partial to replay it up to its last "
+            "complete call."
+        )
+    if warn is not None:
+        warn(f"{message}; replaying what comes before (--partial)")
+
+
+def _cut_unanswered(path, events: list, where: dict[int, int], partial: bool, warn) -> None:
+    """A log written by faultbench holds each call whole (its events are written together):
+    a call started and never answered means the file was cut."""
+    open_calls: dict[str, int] = {}
+    for i, ev in enumerate(events):
+        name = type(ev).__name__
+        if name == "CallStarted":
+            open_calls[ev.call_id] = i
+        elif name in ("CallSucceeded", "CallFailed"):
+            open_calls.pop(ev.call_id, None)
+    if open_calls:
+        call, i = min(open_calls.items(), key=lambda item: item[1])
+        _broken(
+            f"{path}:{where.get(events[i].seq, '?')}: the log breaks off inside call {call}: it "
+            "started here and was never answered",
+            partial,
+            warn,
+        )
+        del events[i:]
+
+
+def world_path(events: list[Event], events_path: str | Path, given: str | None, beside=False):
+    """The world file to replay against: `--world`, or with `beside` the file the log names,
+    by its name only, in the log's own folder. Never a path the log chooses."""
     from faultbench.kernel import WorldCreated
 
     if given is not None:
@@ -103,18 +169,26 @@ def world_path(events: list[Event], events_path: str | Path, given: str | None) 
             f"{events_path}:1: Expected the log to start with a WorldCreated event."
             f" Instead, received: {kind}. Is this a faultbench event log?"
         )
-    if not first.path:
+    name = Path(first.path).name if first.path else ""
+    if not beside:
+        named = f", and names {name!r}" if name else ""
         raise BadInput(
-            f"{events_path}: the log does not record its world file's path."
+            f"{events_path}: Expected --world WORLD: the world file to replay against (it runs "
+            f"its handlers' code, so a log never chooses it{named}). Pass --world WORLD, or "
+            "--world-beside-log to use the file of that name in the log's folder."
+        )
+    if not name or name in (".", ".."):
+        raise BadInput(
+            f"{events_path}: the log does not record its world file's name."
             " Pass it with --world WORLD."
         )
-    for candidate in (Path(first.path), Path(events_path).parent / first.path):
-        if candidate.is_file():
-            return candidate
-    raise BadInput(
-        f"{events_path}: the world file the log names, {first.path!r}, does not exist here."
-        " Pass it with --world WORLD."
-    )
+    candidate = Path(events_path).parent / name
+    if not candidate.is_file():
+        raise BadInput(
+            f"{events_path}: the log names the world file {name!r}, which is not in the log's "
+            f"folder ({candidate.parent}). Pass it with --world WORLD."
+        )
+    return candidate
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,9 +199,10 @@ def run(args: argparse.Namespace) -> int:
     def warn(message: str) -> None:
         print(f"faultbench replay: warning: {message}", file=sys.stderr)
 
+    lines: dict[int, int] = {}
     try:
-        events = read_events(args.events, warn=warn)
-        path = world_path(events, args.events, args.world)
+        events = read_events(args.events, warn=warn, partial=args.partial, lines=lines)
+        path = world_path(events, args.events, args.world, args.world_beside_log)
     except BadInput as exc:
         print(f"faultbench replay: {exc}", file=sys.stderr)
         return 2
@@ -140,8 +215,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"faultbench replay: {exc}", file=sys.stderr)
         return 2
     except (ReplayError, FaultbenchError) as exc:
-        print(f"faultbench replay: {args.events} does not replay: {exc}", file=sys.stderr)
+        seq = getattr(exc, "seq", None)
+        where = f"{args.events}:{lines[seq]}" if seq in lines else str(args.events)
+        print(f"faultbench replay: {where}: does not replay: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"faultbench replay: {path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
     got = world.state_hash()
     if args.table:

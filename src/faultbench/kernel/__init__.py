@@ -17,6 +17,7 @@ from ._diff import StateDiff as StateDiff
 from ._diff import diff_events as diff_events
 from ._diff import format_value as format_value
 from ._diff import natural_key as natural_key
+from ._errors import ClockOverflow as ClockOverflow
 from ._errors import FaultbenchError as FaultbenchError
 from ._errors import FaultsDisabled as FaultsDisabled
 from ._errors import HandlerCrashed as HandlerCrashed
@@ -38,11 +39,13 @@ from ._events import ClockAdvanced as ClockAdvanced
 from ._events import Event as Event
 from ._events import FaultInjected as FaultInjected
 from ._events import FaultsChanged as FaultsChanged
+from ._events import LogRewound as LogRewound
 from ._events import RecordCreated as RecordCreated
 from ._events import RecordDeleted as RecordDeleted
 from ._events import RecordUpdated as RecordUpdated
 from ._events import WorldCreated as WorldCreated
 from ._events import WorldForked as WorldForked
+from ._events import add_log_line as add_log_line
 from ._events import decode_events as decode_events
 from ._events import encode_events as encode_events
 from ._faultkinds import KINDS as FAULT_KINDS
@@ -104,6 +107,7 @@ __all__ = [
     "CallStarted",
     "CallSucceeded",
     "ClockAdvanced",
+    "ClockOverflow",
     "Event",
     "EventDiff",
     "EventLog",
@@ -116,6 +120,7 @@ __all__ = [
     "HandlerError",
     "InjectedFault",
     "InvalidArguments",
+    "LogRewound",
     "Record",
     "RecordCreated",
     "RecordDeleted",
@@ -138,6 +143,7 @@ __all__ = [
     "WorldFileError",
     "WorldForked",
     "WorldSpec",
+    "add_log_line",
     "apply",
     "decode_events",
     "did_you_mean",

@@ -13,6 +13,8 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   │                       PermissionError raised inside it)
     │   ├── HandlerCrashed      a custom handler raised anything else ("internal error")
     │   ├── InternalError       anything else went wrong running the call (a bug)
+    │   ├── ClockOverflow       the call's latency or timeout would move the virtual clock
+    │   │                       past the year 9999 (datetime's end)
     │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
     ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
     ├── FaultsDisabled          fault rules set on a world created with faults=False
@@ -146,6 +148,14 @@ class InternalError(ToolCallError):
     ran): the agent gets an `internal_error` answer and the call's writes are undone."""
 
     kind = "internal_error"
+
+
+class ClockOverflow(ToolCallError, ValueError):
+    """A call whose latency or timeout would take the virtual clock past `datetime.max`.
+    Refused before it starts: logged as a rejected call (`CallStarted(k=None)`, `CallFailed`),
+    like bad arguments, so nothing else changes and it does not count towards `k`."""
+
+    kind = "clock_overflow"
 
 
 class InjectedFault(ToolCallError):

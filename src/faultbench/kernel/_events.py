@@ -4,7 +4,9 @@ state by `apply` (see `_reducer.py`).
 Rules that keep old logs readable forever:
 - events are facts, named in the past tense, frozen;
 - a new field always has a default (msgspec decodes old logs without it);
-- the tag (the `type` key in JSON) is the class name: never rename a class.
+- the tag (the `type` key in JSON) is the class name: never rename a class;
+- a field the class does not have is an error (a log edited by hand, or written by a newer
+  faultbench), not something to drop silently.
 
 Times are virtual (the world's clock), timezone-aware UTC datetimes.
 """
@@ -18,7 +20,9 @@ from typing import Any
 import msgspec
 
 
-class Event(msgspec.Struct, frozen=True, tag_field="type", tag=True, gc=False):
+class Event(
+    msgspec.Struct, frozen=True, tag_field="type", tag=True, gc=False, forbid_unknown_fields=True
+):
     seq: int  # position in the log, 0-based, gap-free
     at: datetime  # virtual time at which the fact happened
 
@@ -52,6 +56,13 @@ class FaultsChanged(Event, frozen=True):
     None for the world file's own; it replaces the rules before it entirely."""
 
     rules: dict[str, Any] | None = None
+
+
+class LogRewound(Event, frozen=True):
+    """Not a change to a world: a line of an append-only log file (`serve --events`) saying
+    that the log went back to its first `seq` events (a reset or a restore), so the events
+    after this line replace those from `seq` on. `decode_events` applies it; it never
+    reaches a world's log or `apply`. `at` is the virtual time after the rewind."""
 
 
 # --- records -----------------------------------------------------------------------------------
@@ -136,6 +147,7 @@ AnyEvent = (
     | FaultInjected
     | CallSucceeded
     | CallFailed
+    | LogRewound
 )
 
 # `order="deterministic"` sorts dict keys, so the bytes never depend on insertion order.
@@ -166,7 +178,23 @@ def decode_events(data: bytes | str | Iterable[bytes | str]) -> list[Event]:
         if not line.strip():
             continue
         try:
-            events.append(_decoder.decode(line))
+            ev = _decoder.decode(line)
         except msgspec.DecodeError as exc:
             raise msgspec.DecodeError(f"event log line {lineno}: {exc}") from None
+        except RecursionError:  # nested deeper than the stack allows
+            raise msgspec.DecodeError(f"event log line {lineno}: nested too deeply") from None
+        add_log_line(events, ev, lineno)
     return events
+
+
+def add_log_line(events: list[Event], ev: Event, lineno: int) -> None:
+    """Add one decoded line to `events`: an event is appended, a `LogRewound` cuts back."""
+    if type(ev) is not LogRewound:
+        events.append(ev)
+    elif 0 < ev.seq <= len(events):
+        del events[ev.seq :]
+    else:
+        raise msgspec.DecodeError(
+            f"event log line {lineno}: LogRewound to seq {ev.seq}, but the log before it has "
+            f"{len(events)} events; expected a seq from 1 to {len(events)}"
+        )

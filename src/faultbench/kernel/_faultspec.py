@@ -19,6 +19,7 @@ from ._faultkinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
 from ._faultkinds import kind as fault_kind
 from ._faultrules import merged_rule
 from ._names import did_you_mean, one_of
+from ._show import short_repr
 from ._spec import ErrorRule, FaultRule, Latency, Location, RateLimit
 from ._yaml import Document
 
@@ -41,7 +42,7 @@ def parse_duration(text: str | int | float) -> float:
     """Seconds in a duration: `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`; a bare number is
     seconds. Raises ValueError for anything else, negative and non-finite values included."""
     if isinstance(text, bool):
-        raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
+        raise ValueError(f"invalid duration {short_repr(text)}; {DURATION_HELP}")
     if isinstance(text, int | float):
         try:
             seconds = float(text)
@@ -50,12 +51,12 @@ def parse_duration(text: str | int | float) -> float:
     else:
         match = _DURATION.fullmatch(text) if isinstance(text, str) else None
         if match is None:
-            raise ValueError(f"invalid duration {text!r}; {DURATION_HELP}")
+            raise ValueError(f"invalid duration {short_repr(text)}; {DURATION_HELP}")
         seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
     # A virtual clock cannot move by inf or NaN; ten years is more than any fault needs.
     if not 0 <= seconds <= MAX_DURATION_S:
         why = "negative" if seconds < 0 else "not a number" if seconds != seconds else "over 3650d"
-        raise ValueError(f"invalid duration {text!r}: {why}; {DURATION_HELP}")
+        raise ValueError(f"invalid duration {short_repr(text)}: {why}; {DURATION_HELP}")
     return seconds
 
 
@@ -124,7 +125,7 @@ class _RuleParser:
         if not isinstance(target, str):  # only from Python objects: YAML keys are text
             self.key_problem(
                 block, target,
-                f"fault key {target!r} is not text; expected default, service.* or "
+                f"fault key {short_repr(target)} is not text; expected default, service.* or "
                 "service.operation",
             )  # fmt: skip
             return False
@@ -424,7 +425,9 @@ class _RuleParser:
                 n = 0
             if isinstance(k, bool) or n < 1:
                 self.key_problem(
-                    value, k, f"script key {k!r} is not a call number; expected 1, 2, 3, ..."
+                    value,
+                    k,
+                    f"script key {short_repr(k)} is not a call number; expected 1, 2, 3, ...",
                 )
                 continue
             kind = spec.get("kind") if isinstance(spec, dict) else spec
@@ -576,11 +579,9 @@ def _num(x: float) -> str:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value)
     if value is None:
         return "nothing"
-    return str(value)
+    return short_repr(value)
 
 
 def _kind(value: Any) -> str:
@@ -589,5 +590,5 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"the text {value!r}"
+        return f"the text {short_repr(value)}"
     return _show(value)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._names import did_you_mean, one_of
 from ._schema import INT_MAX, INT_MIN
+from ._show import short_repr
 from ._spec import FieldSpec
 
 SCALAR_KINDS = ("str", "int", "float", "bool", "datetime")
@@ -40,24 +41,26 @@ def _parse_type(raw: str) -> tuple[str, tuple[str, ...], str | None, bool]:
             hint = hint.replace("'?", f"[{m.group(2)}]'?")
         elif head in ("list", "dict", "array", "object", "json"):
             hint = "; records are flat: use a record of its own with a ref, or text"
-        raise ValueError(f"unknown field type {raw!r}; {TYPE_HELP}{hint}")
+        raise ValueError(f"unknown field type {short_repr(raw)}; {TYPE_HELP}{hint}")
     head, inner = m.group(1), m.group(2)
     if head == "enum":
         members = [part.strip().strip("'\"").strip() for part in inner.split(",")]
         if members == [""]:
             raise ValueError(
-                f"empty enum {raw!r}; expected at least one value, e.g. enum[placed, delivered]"
+                f"empty enum {short_repr(raw)}; expected at least one value, e.g. enum[placed, delivered]"
             )
         if "" in members:
-            raise ValueError(f"enum {raw!r} has an empty value; expected enum[a, b, c]")
+            raise ValueError(f"enum {short_repr(raw)} has an empty value; expected enum[a, b, c]")
         dupes = sorted({x for x in members if members.count(x) > 1})
         if dupes:
-            raise ValueError(f"enum {raw!r} lists {dupes[0]!r} twice; expected each value once")
+            raise ValueError(
+                f"enum {short_repr(raw)} lists {short_repr(dupes[0])} twice; expected each value once"
+            )
         return "enum", tuple(members), None, optional
     target = inner.strip()
     if not _REF_TARGET.fullmatch(target):
         raise ValueError(
-            f"invalid reference {raw!r}; expected ref[service.record] or ref[record], "
+            f"invalid reference {short_repr(raw)}; expected ref[service.record] or ref[record], "
             "e.g. ref[orders.order]"
         )
     return "ref", (), target, optional

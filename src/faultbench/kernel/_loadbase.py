@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ._names import did_you_mean, one_of
+from ._show import short_repr
 from ._spec import FieldSpec, Location, OperationSpec, RecordSpec
 from ._yaml import Document, Position
 
@@ -74,7 +75,7 @@ class _LoaderBase:
         value = parent.get(key)
         if value is None or isinstance(value, str):
             return value
-        self.at_value(parent, key, f"{what} must be text, not {value!r}; quote it")
+        self.at_value(parent, key, f"{what} must be text, not {short_repr(value)}; quote it")
         return None
 
     def enum_hint(self, field: FieldSpec, value: Any) -> str:

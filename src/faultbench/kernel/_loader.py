@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,21 +44,31 @@ from ._loadops import _OperationsLoader
 from ._loadrecords import _RecordsLoader
 from ._loadseed import _SeedLoader
 from ._names import did_you_mean
+from ._show import short_repr
 from ._spec import DEFAULT_CLOCK_START, FaultRule, SeedPlan, ServiceSpec, WorldSpec
 from ._yaml import Document, parse_yaml
 
 __all__ = ["load_spec", "merged_rule", "parse_duration", "parse_faults", "render_faults"]
 
+#: world files are read up to this size
+MAX_FILE_BYTES = 64 * 2**20
+#: the earliest clock start: seed data reaches back 30 days, fault lags up to 10 years
+CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
+
 TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults")
 
 
-def load_spec(source: str | os.PathLike[str], *, text: str | None = None) -> WorldSpec:
+def load_spec(
+    source: str | os.PathLike[str], *, text: str | None = None, raw: bytes | None = None
+) -> WorldSpec:
     """Load and validate a world file. With `text`, parse that instead of reading `source`,
-    which then only names the file in messages and anchors handler imports.
+    which then only names the file in messages and anchors handler imports; with `raw`, the
+    file's bytes as `read_world_file` read them (replay checks their digest first).
     Raises WorldFileError listing every problem, or OSError if the file cannot be read."""
     display = os.fspath(source)
     if text is None:
-        raw = Path(display).read_bytes()
+        if raw is None:
+            raw = read_world_file(display)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -73,6 +83,21 @@ def load_spec(source: str | os.PathLike[str], *, text: str | None = None) -> Wor
     return _WorldLoader(doc, base_dir).build(
         path=path, default_name=stem, digest=hashlib.sha256(raw).hexdigest()
     )
+
+
+def read_world_file(path: str) -> bytes:
+    """The bytes of a world file, refused past `MAX_FILE_BYTES` without reading the rest."""
+    with open(path, "rb") as fh:  # bounded: `faultbench check /dev/zero` must end
+        raw = fh.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise WorldFileError(
+            SourceError(
+                path, 1, 1,
+                f"larger than {MAX_FILE_BYTES // 2**20} MiB; expected a world file (YAML "
+                "text); generate big tables with seed counts instead of writing rows out",
+            )
+        )  # fmt: skip
+    return raw
 
 
 def parse_faults(
@@ -120,7 +145,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             got = (
                 "empty" if top is None
                 else "a list" if isinstance(top, list)
-                else f"the single value {top!r}"
+                else f"the single value {short_repr(top)}"
             )  # fmt: skip
             doc.problem(
                 doc.at(top) if isinstance(top, list) else (1, 1),
@@ -133,7 +158,11 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         name = self.text(top, "name", "name") or default_name
         seed = top.get("seed", 0)
         if not isinstance(seed, int) or isinstance(seed, bool):
-            self.at_value(top, "seed", f"seed must be a whole number, not {seed!r}; e.g. seed: 42")
+            self.at_value(
+                top,
+                "seed",
+                f"seed must be a whole number, not {short_repr(seed)}; e.g. seed: 42",
+            )
             seed = 0
         clock_start = self.clock(top)
         description = self.text(top, "description", "description")
@@ -210,8 +239,16 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         if start is None:
             self.at_value(
                 body, "start",
-                f"invalid clock start {body['start']!r}; expected an ISO date and time such "
+                f"invalid clock start {short_repr(body['start'])}; expected an ISO date and time such "
                 "as 2025-06-01T09:00:00Z (no timezone means UTC)",
+            )  # fmt: skip
+            return DEFAULT_CLOCK_START
+        if start < CLOCK_MIN:
+            self.at_value(
+                body, "start",
+                f"clock start {start.isoformat()} is too early; expected a time from "
+                f"{CLOCK_MIN.year} on (generated seed times reach back 30 days, and a clock "
+                "near the year 1 cannot)",
             )  # fmt: skip
             return DEFAULT_CLOCK_START
         return start

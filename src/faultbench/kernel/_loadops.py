@@ -14,6 +14,7 @@ from typing import Any
 from ._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
 from ._loadbase import _LoaderBase
 from ._names import did_you_mean, one_of
+from ._show import short_repr
 from ._spec import OperationSpec, ParamSpec
 
 OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
@@ -83,7 +84,7 @@ class _OperationsLoader(_LoaderBase):
         if kind not in OPERATION_KINDS:
             self.at_value(
                 decl, "kind",
-                f"unknown operation kind {kind!r}; expected one of {one_of(OPERATION_KINDS)}"
+                f"unknown operation kind {short_repr(kind)}; expected one of {one_of(OPERATION_KINDS)}"
                 f"{did_you_mean(kind, OPERATION_KINDS)}",
             )  # fmt: skip
             return None
@@ -140,7 +141,7 @@ class _OperationsLoader(_LoaderBase):
                 )
             return None
         if not isinstance(record, str):
-            self.at_value(decl, "record", f"record must be a record name, not {record!r}")
+            self.at_value(decl, "record", f"record must be a record name, not {short_repr(record)}")
             return None
         svc, dot, name = record.rpartition(".")
         if dot and name in self.records and self.records[name].service == svc:
@@ -173,7 +174,7 @@ class _OperationsLoader(_LoaderBase):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.at_value(
                 decl, "filter",
-                f"filter must be a list of field names, not {value!r}; expected e.g. "
+                f"filter must be a list of field names, not {short_repr(value)}; expected e.g. "
                 "filter: [status, customer_id]",
             )  # fmt: skip
             return ()

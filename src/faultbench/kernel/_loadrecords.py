@@ -17,6 +17,7 @@ import msgspec
 from ._fieldtypes import TYPE_HELP, _coerce, _expected, _parse_type
 from ._loadbase import _LoaderBase
 from ._names import did_you_mean, one_of, plural
+from ._show import short_repr
 from ._spec import WORLD_ATTRIBUTES, FieldSpec, Location, RecordSpec
 
 SERVICE_KEYS = ("records", "seed", "operations", "description")
@@ -105,7 +106,7 @@ class _RecordsLoader(_LoaderBase):
                 if field.raw.strip() != "str" or field.has_default:
                     self.at_value(
                         body, name,
-                        f"the id of '{rec}' is always text, not {field.raw!r}; expected "
+                        f"the id of '{rec}' is always text, not {short_repr(field.raw)}; expected "
                         "'id: str' or no id line at all",
                     )  # fmt: skip
                 id_field = field
@@ -138,7 +139,7 @@ class _RecordsLoader(_LoaderBase):
         if not isinstance(raw, str):
             self.at_value(
                 *where,
-                f"field '{rec}.{name}' has no type ({raw!r}); {TYPE_HELP}",
+                f"field '{rec}.{name}' has no type ({short_repr(raw)}); {TYPE_HELP}",
             )  # fmt: skip
             return None
         try:
@@ -161,7 +162,7 @@ class _RecordsLoader(_LoaderBase):
             if not ok:
                 self.at_value(
                     options, "default",
-                    f"default {default!r} of field '{rec}.{name}' is not of type {raw}; "
+                    f"default {short_repr(default)} of field '{rec}.{name}' is not of type {raw}; "
                     f"expected {_expected(field)}{self.enum_hint(field, default)}",
                 )  # fmt: skip
                 return None

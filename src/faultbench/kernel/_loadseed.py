@@ -14,16 +14,33 @@ from ._fieldtypes import _coerce, _expected
 from ._loadbase import _LoaderBase
 from ._names import did_you_mean, one_of
 from ._seed import id_order, plan_ids
+from ._show import short_repr
 from ._spec import SeedPlan
 
 #: seed rows per record; a slip of the keyboard (`count: 10000000000`) must not hang a load
 MAX_ROWS = 1_000_000
+#: seed rows of all records together: ten records of a million each took 25 s and 3.6 GB
+MAX_WORLD_ROWS = 1_000_000
 
 
 class _SeedLoader(_LoaderBase):
     def service_seed(self, svc: str, body: dict[Any, Any]) -> None:
         if "seed" not in body:
             return
+        before = self.seed_rows()
+        self._service_seed(svc, body)
+        total = self.seed_rows()
+        if before <= MAX_WORLD_ROWS < total:
+            self.at_key(
+                body, "seed",
+                f"the seed of service '{svc}' brings the world to {total:_} seed rows; "
+                f"expected at most {MAX_WORLD_ROWS:_} in a whole world; lower the counts",
+            )  # fmt: skip
+
+    def seed_rows(self) -> int:
+        return sum(p["count"] + len(p["rows"]) for p in self.plans.values())
+
+    def _service_seed(self, svc: str, body: dict[Any, Any]) -> None:
         block = self.mapping(body, "seed", "seed", "seed: {count: 20} or seed: {order: 20}")
         if not block:
             return
@@ -77,7 +94,7 @@ class _SeedLoader(_LoaderBase):
             return value
         self.at_value(
             parent, key,
-            f"invalid row count {value!r}; expected a whole number from 0 to {MAX_ROWS:_}, "
+            f"invalid row count {short_repr(value)}; expected a whole number from 0 to {MAX_ROWS:_}, "
             "e.g. 20",
         )  # fmt: skip
         return 0
@@ -115,19 +132,21 @@ class _SeedLoader(_LoaderBase):
                         if ident in seen:
                             self.at_value(
                                 row, name,
-                                f"id {ident!r} is used twice in the rows of '{rec}'; "
+                                f"id {short_repr(ident)} is used twice in the rows of '{rec}'; "
                                 "expected unique ids",
                             )  # fmt: skip
                         seen[ident] = i
                         clean["id"] = ident
                     else:
-                        self.at_value(row, name, f"invalid id {raw!r}; expected text or a number")
+                        self.at_value(
+                            row, name, f"invalid id {short_repr(raw)}; expected text or a number"
+                        )
                     continue
                 ok, coerced = _coerce(field, raw)
                 if not ok:
                     self.at_value(
                         row, name,
-                        f"invalid value {raw!r} for {rec}.{name} ({field.raw}); expected "
+                        f"invalid value {short_repr(raw)} for {rec}.{name} ({field.raw}); expected "
                         f"{_expected(field)}{self.enum_hint(field, raw)}",
                     )  # fmt: skip
                     continue
@@ -155,7 +174,7 @@ class _SeedLoader(_LoaderBase):
                         sample = ", ".join(sorted(target, key=id_order)[:5])
                         self.at_value(
                             written, field.name,
-                            f"{rec}.{field.name} {value!r} is not the id of any seeded "
+                            f"{rec}.{field.name} {short_repr(value)} is not the id of any seeded "
                             f"'{field.ref}'; expected one of its ids"
                             + (f" ({sample}{', ...' if len(target) > 5 else ''})" if target else
                                f", but '{field.ref}' has no seed rows"),

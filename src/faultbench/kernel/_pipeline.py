@@ -28,6 +28,7 @@ import msgspec
 
 from ._book import Draft
 from ._errors import (
+    ClockOverflow,
     InjectedFault,
     InternalError,
     InvalidArguments,
@@ -53,7 +54,7 @@ from ._faultrules import BY_ID
 from ._faults import FaultDecision, FaultPlan, created_field
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
-from ._show import show_value
+from ._show import loggable, show_value
 
 if TYPE_CHECKING:
     from ._book import Book
@@ -232,16 +233,31 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
     # Decided before this call is in the log, so its own start is not in its rate window.
     decision = _decide(cx, d, plan, op, k, clean, now) if plan.may_fault(op.spec) else None
     flight.decision = decision
+    if decision is not None:
+        # Checked before anything is logged: a clock past datetime.max is a refused call.
+        try:
+            flight.exec_at = now + timedelta(seconds=decision.latency_s)
+            flight.end_at = flight.exec_at + timedelta(seconds=decision.timeout_s)
+        except OverflowError:
+            return _reject(d, call_id, tool, args, _clock_overflow(tool, now, decision))
     d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k))
     if decision is None:
         flight.exec_at = flight.end_at = now
         return flight
-    flight.exec_at = now + timedelta(seconds=decision.latency_s)
-    flight.end_at = flight.exec_at + timedelta(seconds=decision.timeout_s)
     # a malformed answer is logged when its broken text exists (see _malformed)
     if decision.kind is not None and kind(decision.kind).effect != "malformed":
         _log_fault(d, flight, decision.detail())
     return flight
+
+
+def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
+    return ClockOverflow(
+        f"503 Service Unavailable: {tool} cannot run: its latency "
+        f"({decision.latency_s:g}s) and timeout ({decision.timeout_s:g}s) would move the "
+        f"virtual clock past the year 9999 (it is {now.isoformat()}). Expected a clock at "
+        "least that far from datetime.max; restore an earlier snapshot or start the clock "
+        "earlier."
+    )
 
 
 def _decide(
@@ -299,7 +315,7 @@ def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
 
 def _reject(d: Draft, call_id: str, tool: str, args: Any, exc: ToolCallError) -> CallResult:
     state = d.state
-    jargs = args_json(args)
+    tool, jargs = loggable(tool), loggable(args_json(args))  # rejected: may not be UTF-8
     d.emit(
         CallStarted(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, args=jargs, k=None)
     )

@@ -24,6 +24,8 @@ from ._spec import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
 # --- how kinds read in messages and schemas ------------------------------------------------
 
+_encode = msgspec.json.Encoder().encode
+
 _NOUN = {
     "str": "a string",
     "ref": "a string (a record id)",
@@ -302,12 +304,26 @@ class Validator:
             obj = msgspec.convert(args, self._type, strict=True)
         except msgspec.ValidationError as exc:
             raise InvalidArguments(self.explain(args, str(exc))) from None
+        except UnicodeEncodeError:  # a key with a lone surrogate
+            raise InvalidArguments(self.not_unicode()) from None
+        try:
+            _encode(args)  # text must be UTF-8: no event could hold a lone surrogate
+        except UnicodeEncodeError:
+            raise InvalidArguments(self.not_unicode()) from None
+        except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
+            pass  # Python values a test passed in: args_json logs them as it can
         out = {}
         for name in self._fields:
             v = getattr(obj, name)
             if v is not msgspec.UNSET:
                 out[name] = v
         return out
+
+    def not_unicode(self) -> str:
+        return (
+            f"invalid arguments for {self.tool}: expected text of valid Unicode. Instead, "
+            "received a lone surrogate (such as \\ud800), which cannot be written as UTF-8."
+        )
 
     def explain(self, args: Any, msg: str) -> str:
         head = f"invalid arguments for {self.tool}: "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import reprlib
 from collections.abc import Mapping, Set
 from datetime import datetime, timedelta
 from typing import Any
@@ -95,6 +96,43 @@ def show_repr(value: Any, limit: int = SHOW_MAX) -> str:
         quoted = repr(value[:limit])
         return f"{quoted[:-1]}...{quoted[-1]}{_size_note(value)}"
     return show_value(value, limit)
+
+
+_SHORT = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+_SHORT.maxlevel = 3
+_SHORT.maxdict = _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = 8
+_SHORT.maxstring = _SHORT.maxother = 80
+
+
+def short_repr(value: Any) -> str:
+    """`repr(value)` for a world file's messages: the same text for a small value, cut short
+    (and never walked past what is shown) for a big or deep one."""
+    try:
+        return _SHORT.repr(value)
+    except Exception:  # an integer past Python's digit limit, a broken __repr__
+        return f"<{type(value).__name__}>"
+
+
+def loggable(value: Any) -> Any:
+    """JSON-typed `value` as it can go into the log: text with lone surrogates (which UTF-8
+    cannot encode, so no event holding them could be written) gets them as `\\udXXX`."""
+    try:
+        msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        return _no_surrogates(value)
+    except Exception:  # not JSON-typed: not ours to judge here
+        return value
+    return value
+
+
+def _no_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    return value
 
 
 def show_name(name: str, limit: int = 60) -> str:

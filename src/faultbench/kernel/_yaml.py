@@ -32,6 +32,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from ._errors import SourceError, WorldFileError
+from ._show import short_repr
 
 Position = tuple[int, int]  # 1-based line, column
 
@@ -114,6 +115,21 @@ def _compose(text: str) -> Node | None:
 # Building values
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# Limits. A world file (or a `faults:` block sent to a server) is input from anywhere: ten lines
+# of aliases (`b: [*a, *a, ...]`, nine levels deep) stand for 387 million values, and 999
+# nested brackets exhaust Python's stack. Values are built once per node (an alias shares
+# them), but whoever walks the data walks every use, so the nodes that aliases add are counted
+# while building and a document past the limit is refused, at the alias that crossed it.
+# ---------------------------------------------------------------------------------------------
+
+#: nested mappings and lists; a world file needs about 8
+MAX_DEPTH = 100
+#: problems reported at most (the loader stops looking after this many)
+MAX_PROBLEMS = 100
+#: values that aliases (`*name`, `<<: *name`) may add to a document, over all uses
+MAX_ALIAS_NODES = 100_000
+
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 _COLLECTIONS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
@@ -153,6 +169,17 @@ class Document:
 
     def problem(self, pos: Position, message: str) -> None:
         self.problems.append(SourceError(self.path, pos[0], pos[1], message))
+        if len(self.problems) >= MAX_PROBLEMS:
+            # Thousands of wrong keys would cost seconds of did-you-means and a message of
+            # megabytes: the first ones found are enough to start fixing.
+            self.problems.append(
+                SourceError(
+                    self.path, pos[0], pos[1],
+                    f"stopped after {MAX_PROBLEMS} problems; expected fewer: fix these and "
+                    "check again",
+                )
+            )  # fmt: skip
+            self.raise_problems()
 
     def raise_problems(self) -> None:
         if self.problems:
@@ -168,14 +195,29 @@ class _Builder:
         self.start: dict[int, Position] = {}
         self.errors: list[SourceError] = []
         self.done: dict[int, Any] = {}  # aliases: one node, one value
+        self.size: dict[int, int] = {}  # id(node) -> values it stands for, aliases expanded
+        self.aliased = 0  # values added by aliases so far
+        self.refused = False  # past a limit: stop building, one error says why
 
-    def build(self, node: Node) -> Any:
+    def build(self, node: Node, depth: int = 0, at: Position | None = None) -> Any:
+        """The value of `node`; `at` is where it is used (for an alias, not its anchor)."""
         if isinstance(node, ScalarNode):
             return self.scalar(node)
+        mark = node.start_mark
+        here = (mark.line + 1, mark.column + 1)
         done = self.done.get(id(node))
         if done is not None:
+            self.alias(node, at or here)
             return done
-        mark = node.start_mark
+        if self.refused:
+            return None
+        if depth >= MAX_DEPTH:
+            self.refuse(
+                here,
+                f"nested more than {MAX_DEPTH} levels deep; expected a world file's "
+                "mappings and lists nested a few levels; flatten the data",
+            )
+            return None
         if node.tag not in _COLLECTIONS:
             self.errors.append(_tag_error(self.path, node))
         if isinstance(node, SequenceNode):
@@ -186,7 +228,9 @@ class _Builder:
             for i, child in enumerate(node.value):
                 m = child.start_mark
                 spots[i] = (m.line + 1, m.column + 1, m.line + 1, m.column + 1)
-                items.append(self.build(child))
+                # an alias item's own position is not kept by the composer: the list's is
+                items.append(self.build(child, depth + 1, here))
+            self.size[id(node)] = 1 + sum(self.size.get(id(c), 1) for c in node.value)
             return items
         mapping: dict[Any, Any] = {}
         self.done[id(node)] = mapping
@@ -218,12 +262,14 @@ class _Builder:
                 )  # fmt: skip
                 continue
             spots[key] = (km.line + 1, km.column + 1, vm.line + 1, vm.column + 1)
-            mapping[key] = self.build(value_node)
+            mapping[key] = self.build(value_node, depth + 1, (km.line + 1, km.column + 1))
         # `<<: *anchor` merges: keys written here win over merged ones.
         for value_node in merged:
             sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
             for source in sources:
-                other = self.build(source)
+                other = self.build(source, depth + 1, here)
+                if other is None and self.refused:
+                    return mapping
                 if not isinstance(other, dict):
                     m = source.start_mark
                     self.errors.append(
@@ -235,7 +281,32 @@ class _Builder:
                     if key not in mapping:
                         mapping[key] = value
                         spots[key] = self.where[id(other)][key]
+        self.size[id(node)] = 1 + sum(self.size.get(id(v), 1) for _, v in node.value)
         return mapping
+
+    def alias(self, node: Node, at: Position) -> None:
+        """A second use of `node`'s value: count what it stands for."""
+        size = self.size.get(id(node))
+        if size is None:  # still being built: the alias is inside its own anchor
+            self.refuse(
+                at,
+                "an alias refers to the mapping or list it is part of (a cycle); expected "
+                "an alias (*name) of a value that is complete before it; write the value out",
+            )
+            return
+        self.aliased += size
+        if self.aliased > MAX_ALIAS_NODES:
+            self.refuse(
+                at,
+                f"aliases (*name) expand to more than {MAX_ALIAS_NODES:_} values in this "
+                "document; expected aliases of small values; write the values out, or "
+                "use fewer aliases of large ones",
+            )
+
+    def refuse(self, at: Position, message: str) -> None:
+        if not self.refused:
+            self.refused = True
+            self.errors.append(SourceError(self.path, at[0], at[1], message))
 
     def scalar(self, node: ScalarNode) -> Any:
         if node.tag == _STR:
@@ -253,7 +324,7 @@ class _Builder:
             self.errors.append(
                 SourceError(
                     self.path, m.line + 1, m.column + 1,
-                    f"invalid {kind} {node.value!r}: {exc}; expected a valid {kind}, or quote "
+                    f"invalid {kind} {short_repr(node.value)}: {exc}; expected a valid {kind}, or quote "
                     "it to mean text",
                 )
             )  # fmt: skip
@@ -327,7 +398,14 @@ def parse_yaml(text: str, path: str) -> Document:
     if node is None:
         return Document(None, path, {})  # an empty file
     builder = _Builder(path, changed)
-    data = builder.build(node)
+    try:
+        data = builder.build(node)
+    except RecursionError:  # the caller's stack was already deep; MAX_DEPTH keeps ours short
+        m = node.start_mark
+        builder.refuse(
+            (m.line + 1, m.column + 1),
+            "nested too deeply to read; expected mappings and lists nested a few levels",
+        )
     if builder.errors:
         raise WorldFileError(builder.errors)
     return Document(data, path, builder.where, builder.start)

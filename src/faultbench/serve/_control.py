@@ -36,6 +36,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
@@ -47,6 +48,7 @@ from faultbench.kernel import (
     encode_events,
     iso_time,
     parse_duration,
+    parse_faults,
     render_faults,
     show_repr,
 )
@@ -75,8 +77,35 @@ def _json(obj: Any, status: int = 200, *, encoder: msgspec.json.Encoder = _encod
     return Response(encoder.encode(obj) + b"\n", status, media_type="application/json")
 
 
-async def _body(request: Request) -> Any:
-    raw = await request.body()
+#: control API request bodies are read up to this size (a faults block is a few KiB)
+MAX_BODY = 1 << 20
+#: snapshots kept per world (POST /fork); taking one more forgets the oldest
+MAX_SNAPSHOTS = 1000
+
+
+async def _read(request: Request) -> bytes:
+    """The request body, refused with 413 past `MAX_BODY` without reading the rest."""
+    too_big = ControlError(
+        413,
+        f"Expected a request body of at most {MAX_BODY // 1024} KiB. Instead, received a "
+        "larger one. Send the fault rules (or the clock or snapshot) alone.",
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_big
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _body(request: Request, raw: bytes | None = None) -> Any:
+    if raw is None:
+        raw = await _read(request)
     if not raw.strip():
         return {}
     try:
@@ -236,6 +265,9 @@ class Control:
     async def fork(self, request: Request) -> Response:
         world = self._world(request)
         snap_id = f"s{next(self._ids)}"
+        mine = [k for k, (w, _) in self.snapshots.items() if w is world]
+        for old in mine[: max(len(mine) - MAX_SNAPSHOTS + 1, 0)]:
+            del self.snapshots[old]  # the oldest (dicts keep insertion order)
         self.snapshots[snap_id] = (world, world.snapshot())
         return _json({"snapshot": snap_id, "hash": world.state_hash(), "seq": _last_seq(world)})
 
@@ -245,11 +277,13 @@ class Control:
         snap_id = body.get("snapshot") if isinstance(body, dict) else None
         saved = self.snapshots.get(snap_id) if isinstance(snap_id, str) else None
         if saved is None or saved[0] is not world:
-            known = sorted(k for k, (w, _) in self.snapshots.items() if w is world)
+            known = [k for k, (w, _) in self.snapshots.items() if w is world]
+            shown = known if len(known) <= 10 else [*known[:5], "...", *known[-5:]]
             raise ControlError(
                 404,
                 f'Expected {{"snapshot": ID}} with an ID from POST {PREFIX}/fork on this world '
-                f"(known: {known}). Instead, received: {show_repr(body, 80)}",
+                f"(known: {', '.join(shown) or 'none'}; a world keeps its last {MAX_SNAPSHOTS}). "
+                f"Instead, received: {show_repr(body, 80)}",
             )
         world.restore(saved[1])
         self._changed(world, rewritten=True)
@@ -275,14 +309,17 @@ class Control:
     async def faults(self, request: Request) -> Response:
         world = self._world(request)
         if request.method == "PUT":
-            raw = await request.body()
+            raw = await _read(request)
             ctype = request.headers.get("content-type", "")
             rules: Any
             if "json" in ctype:
-                rules = await _body(request)
+                rules = await _body(request, raw)
             else:  # YAML, or JSON sent without a content type (JSON is YAML)
                 rules = raw.decode("utf-8", errors="replace")
-            world.set_faults(rules)
+            # Parsed in a worker thread: a big block (up to MAX_BODY) takes a while to
+            # validate, and the server keeps answering MCP and the control API meanwhile.
+            parsed = await anyio.to_thread.run_sync(parse_faults, rules, world.spec)
+            world.set_faults(parsed)
             self._changed(world)
         # The block form PUT takes, so a client can GET, edit and PUT the answer back as is.
         return _json({"faults": render_faults(world.fault_rules)}, encoder=_in_order)

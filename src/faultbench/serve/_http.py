@@ -58,8 +58,10 @@ def security_settings(host: str) -> TransportSecuritySettings:
     ::): the Host header cannot be known in advance, so the check is off and the bearer
     token (required for any non-loopback bind) is what keeps other sites out.
     """
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    # Bare names too: a client of `--port 80` sends `Host: localhost`, without a port.
+    hosts = ["127.0.0.1", "localhost", "[::1]", "127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+    origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
     bare = host.strip("[]")
     if bare in ("0.0.0.0", "::"):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -153,6 +155,25 @@ SESSION_IDLE_S = 30 * 60
 _IDLE_MARGIN_S = 60
 
 
+#: open MCP sessions an isolating server holds (each with its own world); a new one past this
+#: is refused with 503 until one ends
+MAX_SESSIONS = 1000
+
+
+async def _full(scope: dict, receive: Callable, send: Callable, limit: int) -> None:
+    message = (
+        f"This faultbench server (--isolate) holds {limit} open MCP sessions, its limit. "
+        "Expected clients to end their sessions (DELETE /mcp, which mcp.Client does on "
+        "close); sessions with no request for 30 minutes end by themselves."
+    )
+    response = JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
+        status_code=503,
+        headers={"Retry-After": "60"},
+    )
+    await response(scope, receive, send)
+
+
 class SessionTracker:
     """ASGI middleware (with --isolate): keeps `Control.live`, the MCP sessions open now,
     from the HTTP exchanges at the MCP endpoint, and frees a session's world when it ends.
@@ -172,8 +193,10 @@ class SessionTracker:
         path: str = "/mcp",
         idle_s: float = SESSION_IDLE_S + _IDLE_MARGIN_S,
         clock: Callable[[], float] = time.monotonic,
+        max_sessions: int = MAX_SESSIONS,
     ):
         self.app = app
+        self.max_sessions = max_sessions
         self.control = control
         self.path = path
         self.idle_s = idle_s
@@ -201,6 +224,9 @@ class SessionTracker:
                     self.opened(given)
             await send(message)
 
+        if session is None and len(self.control.live) >= self.max_sessions:
+            await _full(scope, receive, send, self.max_sessions)
+            return
         if session is None or session not in self.control.live:
             await self.app(scope, receive, watch)
             if status == 404 and session is not None:

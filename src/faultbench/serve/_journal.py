@@ -1,9 +1,17 @@
-"""`faultbench serve --events FILE`: the event log, written as it grows.
+"""`faultbench serve --events FILE`: the event log, written as it grows, append-only.
 
-Every call's events are appended and flushed before the agent gets its answer, so a server
-killed with SIGKILL loses at most the call in flight; the file replays on its own
-(`faultbench replay FILE`) because event 0 names the world file. A control action that
-rewrites history (reset, restore) rewrites the file.
+Durability: every call's events are appended and flushed to the operating system before the
+agent gets its answer, and so is every control action before its HTTP answer. A server
+killed at any moment (SIGKILL included) leaves a file that holds every answered call; at
+worst its last line is cut short (the write in flight), which `faultbench replay` reports
+and replays past only with `--partial`. The file is not fsynced: a machine that loses power
+can lose what the OS had not written yet.
+
+The file only grows. A reset or a restore moves the world's log back: the journal appends a
+`LogRewound` line (the log keeps its first `seq` events) and then the events of the log from
+there on, so the file never has to be rewritten, and a kill during a reset or restore
+loses nothing. Readers (`decode_events`, `faultbench replay`, `faultbench diff`) apply the
+rewinds and see the world's log as it was at the end.
 
 With `--isolate`, each session's world is logged to its own file next to FILE
 (`events.jsonl` -> `events.<session>.jsonl`); a fork's log starts with its parent's events,
@@ -16,35 +24,52 @@ import os
 from pathlib import Path
 from typing import Any
 
-from faultbench.kernel import encode_events
+from faultbench.kernel import LogRewound, encode_events
 
 
 class Journal:
-    """One world's event log, mirrored to one file."""
+    """One world's event log, mirrored to one append-only file."""
 
     def __init__(self, path: str | os.PathLike[str], world: Any):
         self.path = Path(path)
         self.world = world
         self._file = open(self.path, "wb")  # noqa: SIM115 - lives as long as the server
-        self._next = 0  # seq of the first event not yet written
+        self._written: Any = ()  # the log the file holds now (a view that never changes)
         self.sync()
 
     def sync(self, *, rewritten: bool = False) -> None:
-        if rewritten:
-            self._file.seek(0)
-            self._file.truncate()
-            self._next = 0
-        # Asking from one before and filtering works whether `events_since` is inclusive.
-        since = max(self._next - 1, 0)
-        events = [e for e in self.world.events_since(since) if e.seq >= self._next]
-        if events:
-            self._file.write(encode_events(events))
-            self._file.flush()
-            self._next = events[-1].seq + 1
+        """Append what the world logged since the last sync. A log that moved back (a reset
+        or restore; `rewritten` is a hint, the journal sees it anyway) is a `LogRewound`
+        line, then the events from the point where the file and the log part."""
+        now = self.world.events
+        done = self._written
+        keep = len(done)
+        if keep and (len(now) < keep or now[keep - 1] is not done[keep - 1]):
+            keep = _shared_prefix(done, now)
+            at = self.world.clock.now()
+            self._file.write(encode_events([LogRewound(seq=keep, at=at)]))
+        if len(now) > keep:
+            self._file.write(encode_events(now[keep:]))
+        self._file.flush()
+        self._written = now
 
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+
+
+def _shared_prefix(a: Any, b: Any) -> int:
+    """How many first events two logs of one world share. Logs share events by identity
+    (a snapshot's log is a prefix of the log it was taken from), and once two logs part they
+    never share an event again, so the boundary can be found by bisection."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] is b[mid]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return max(lo, 1)  # event 0 (WorldCreated) is never undone
 
 
 class Journals:

@@ -12,13 +12,20 @@ sharing it sees. That is why we only take a stream that is a pipe/socket and not
 stderr (a terminal, or `2>&1`, would make logging raise `BlockingIOError`); otherwise that
 stream falls back to the SDK's own thread-based reader/writer.
 
+A request nested deeper than the SDK's JSON parser allows (about 200 levels) would be dropped
+by it without an answer (it cannot read the request's id). `_LineReader` answers such a line
+itself, with a JSON-RPC "Invalid Request" error for its id, found by a scan that does not
+recurse; only on our own streams (the SDK's thread-based ones cannot be shared this way).
+
 While serving, fd 1 points at stderr, so a handler that prints cannot corrupt the protocol
 (the SDK does the same when it claims the streams itself).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -28,6 +35,31 @@ import trio
 from mcp.server.stdio import stdio_server
 
 _CHUNK = 1 << 16
+#: JSON-RPC messages nested deeper than this are answered "Invalid Request" here (the SDK's
+#: parser gives up at about 200 and drops the line, id and all)
+MAX_DEPTH = 128
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_ID_VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def too_deep(line: str) -> tuple[bool, int | str | None]:
+    """(nested deeper than MAX_DEPTH, the message's top-level id if it has one)."""
+    if line.count("[") + line.count("{") <= MAX_DEPTH:
+        return False, None  # cannot be that deep: the common case costs two counts
+    depth = deepest = 0
+    ident: int | str | None = None
+    for token in _TOKENS.finditer(line):
+        text = token.group()
+        if text in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif text in "]}":
+            depth -= 1
+        elif depth == 1 and text == '"id"' and ident is None:
+            value = _ID_VALUE.match(line, token.end())
+            if value is not None:
+                ident = json.loads(value.group(1))
+    return deepest > MAX_DEPTH, ident
 
 
 def _private_pipe(fd: int) -> bool:
@@ -46,12 +78,14 @@ def _private_pipe(fd: int) -> bool:
 
 
 class _LineReader:
-    """`async for line in reader`: decoded lines from a non-blocking fd."""
+    """`async for line in reader`: decoded lines from a non-blocking fd. With `reply` (our
+    writer), a request nested too deeply is answered here instead of passed on."""
 
     def __init__(self, stream: trio.lowlevel.FdStream):
         self._stream = stream
         self._buf = bytearray()
         self._eof = False
+        self.reply: _Writer | None = None
 
     def __aiter__(self) -> _LineReader:
         return self
@@ -62,7 +96,10 @@ class _LineReader:
             if end >= 0:
                 line = bytes(self._buf[: end + 1])
                 del self._buf[: end + 1]
-                return line.decode("utf-8", errors="replace")
+                text = line.decode("utf-8", errors="replace")
+                if self.reply is not None and await self._refused(text):
+                    continue
+                return text
             if self._eof:
                 if self._buf:
                     line = bytes(self._buf)
@@ -78,22 +115,41 @@ class _LineReader:
             else:
                 self._buf += data
 
+    async def _refused(self, text: str) -> bool:
+        deep, ident = too_deep(text)
+        if not deep or ident is None:  # a notification has no one to answer
+            return False
+        error = {
+            "code": -32600,
+            "message": f"Invalid Request: nested deeper than {MAX_DEPTH} levels; expected "
+            "arguments nested less deeply",
+        }
+        assert self.reply is not None
+        # One write of a whole line: `write` never yields, so it cannot split an SDK message.
+        await self.reply.write(json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}) + "\n")
+        await self.reply.flush()
+        return True
+
 
 class _Writer:
-    """`await write(text)` buffers; `await flush()` sends (what `stdio_server` calls)."""
+    """`await write(text)` buffers; `await flush()` sends (what `stdio_server` calls).
+    Two tasks flush (the SDK's writer and `_LineReader` refusing a line): a lock keeps their
+    sends apart, and lines are only ever buffered whole between checkpoints."""
 
     def __init__(self, stream: trio.lowlevel.FdStream):
         self._stream = stream
         self._buf: list[bytes] = []
+        self._lock = trio.Lock()
 
     async def write(self, text: str) -> None:
         self._buf.append(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        if self._buf:
-            data = b"".join(self._buf)
-            self._buf.clear()
-            await self._stream.send_all(data)
+        async with self._lock:
+            if self._buf:
+                data = b"".join(self._buf)
+                self._buf.clear()
+                await self._stream.send_all(data)
 
 
 @asynccontextmanager
@@ -112,6 +168,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             # Divert fd 1 to stderr while we own the real stdout.
             saved_stdout_fd = os.dup(1)
             os.dup2(2, 1)
+        if stdin is not None and stdout is not None:
+            stdin.reply = stdout
         # Duck-typed: stdio_server only iterates stdin and awaits stdout.write/flush, which is
         # all an anyio AsyncFile is used for there.
         async with stdio_server(stdin=stdin, stdout=stdout) as streams:  # type: ignore[arg-type]

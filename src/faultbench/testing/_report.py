@@ -34,6 +34,7 @@ class Run:
     events: str | None = None  # JSON Lines
     state_hash: str | None = None
     events_file: str | None = None
+    world_file: str | None = None  # the world file the run was made with
 
 
 @dataclass
@@ -88,7 +89,7 @@ class Tally:
                 run.message = data.get("message")
             elif report.skipped:
                 run.outcome = "skipped"
-            for key in ("summary", "events", "state_hash", "events_file"):
+            for key in ("summary", "events", "state_hash", "events_file", "world_file"):
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
         elif report.when == "teardown":
@@ -146,6 +147,7 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
         if run.events_file:
             lines.append(
                 f"        Event log: {run.events_file} (faultbench replay {run.events_file} "
+                f"--world {run.world_file} "
                 f"--expect-hash {run.state_hash})"
             )
         lines.append(f"        Reproduce: {reproduce(run.nodeid)}")

@@ -340,6 +340,7 @@ class FaultbenchSession:
             from faultbench.kernel import encode_events
 
             data["summary"] = world.trace.summary()
+            data["world_file"] = world.spec.path
             data["events"] = encode_events(world.events).decode()
             data["state_hash"] = world.state_hash()
         if call.when == "call" and report.failed and base["min_pass_rate"] is not None:
