@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from ._book import Book
+from ._codetools import tools_problem
 from ._errors import ReplayError
 from ._events import (
     Event,
@@ -150,6 +151,13 @@ def replay(
                 f"The log was recorded with a world file of digest {first.digest[:12]}..., "
                 f"but {where} now has digest {spec.digest[:12]}...: it changed since. Replay "
                 "with the original file, or pass strict=False to replay anyway."
+            )
+        problem = tools_problem(first.tools, spec)
+        if problem is not None:
+            raise ReplayError(
+                f"The log was recorded with other tools defined in code than the world given "
+                f"has ({problem}). Replay with the same tools (the same MockToolRegistry), "
+                "or pass strict=False to replay anyway."
             )
 
     coerce = _Coercer(spec)
