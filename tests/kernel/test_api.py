@@ -87,6 +87,14 @@ SHELL_NAMES = {
     "format_value",
     "natural_key",
     "add_log_line",
+    # the simulation API (faultbench.testing): the current world, tools defined in code, and
+    # fault decisions for callables outside a world file
+    "current_world",
+    "using_world",
+    "add_tools",
+    "empty_spec",
+    "InjectionPlan",
+    "INJECTABLE_KINDS",
 }
 
 

@@ -12,6 +12,10 @@ import importlib as _importlib
 import typing as _typing
 
 from ._clock import VirtualClock as VirtualClock
+from ._codetools import add_tools as add_tools
+from ._codetools import empty_spec as empty_spec
+from ._current import current_world as current_world
+from ._current import using_world as using_world
 from ._diff import EventDiff as EventDiff
 from ._diff import StateDiff as StateDiff
 from ._diff import diff_events as diff_events
@@ -52,6 +56,8 @@ from ._faultkinds import KINDS as FAULT_KINDS
 from ._faultkinds import FaultKind as FaultKind
 from ._faultkinds import kind as fault_kind
 from ._faults import effective_rule as effective_rule
+from ._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
+from ._inject import InjectionPlan as InjectionPlan
 from ._log import EventLog as EventLog
 from ._names import did_you_mean as did_you_mean
 from ._reducer import apply as apply
@@ -101,6 +107,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "FAULT_KINDS",
+    "INJECTABLE_KINDS",
     "AnyEvent",
     "CallFailed",
     "CallResult",
@@ -119,6 +126,7 @@ __all__ = [
     "HandlerCrashed",
     "HandlerError",
     "InjectedFault",
+    "InjectionPlan",
     "InvalidArguments",
     "LogRewound",
     "Record",
@@ -144,11 +152,14 @@ __all__ = [
     "WorldForked",
     "WorldSpec",
     "add_log_line",
+    "add_tools",
     "apply",
+    "current_world",
     "decode_events",
     "did_you_mean",
     "diff_events",
     "effective_rule",
+    "empty_spec",
     "encode_events",
     "fault_kind",
     "format_value",
@@ -163,4 +174,5 @@ __all__ = [
     "render_faults",
     "replay",
     "show_repr",
+    "using_world",
 ]

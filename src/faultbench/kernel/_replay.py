@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from ._book import Book
+from ._codetools import tools_problem
 from ._errors import ReplayError
 from ._events import (
     ClockAdvanced,
@@ -158,6 +159,13 @@ def replay(
             )
         if first.digest and spec.digest and first.digest != spec.digest:
             raise _digest_error(first, spec.path or "the world file", spec.digest)
+        problem = tools_problem(first.tools, spec)
+        if problem is not None:
+            raise ReplayError(
+                f"The log was recorded with other tools defined in code than the world given "
+                f"has ({problem}). Replay with the same tools (the same MockToolRegistry), "
+                "or pass strict=False to replay anyway."
+            )
 
     coerce = _Coercer(spec)
     check = _Checker(spec)

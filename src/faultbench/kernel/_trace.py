@@ -32,6 +32,7 @@ from ._events import (
 )
 from ._results import CallResult
 from ._show import iso_time
+from ._trace_checks import TraceChecks
 
 __all__ = ["Trace"]
 
@@ -163,7 +164,7 @@ def _count_below(positions: list[int], n: int) -> int:
     return bisect_left(positions, n)
 
 
-class Trace:
+class Trace(TraceChecks):
     """The finished calls of a world, in the order they started.
 
     ::
@@ -171,6 +172,7 @@ class Trace:
         world.trace.count("issue_refund")            # calls to a tool
         world.trace.count("issue_refund", ok=False)  # ... that failed
         world.trace.summary()   # 'get_order → issue_refund!timeout → issue_refund'
+        world.trace.required_tools("get_order").forbidden_tools("delete_order")
         print(world.trace)      # one numbered line per call, with virtual time offsets
 
     A `Trace` never changes once made: a world's next call gives a new one. Its results

@@ -22,6 +22,7 @@ import msgspec
 
 from ._book import Book, Draft
 from ._clock import VirtualClock
+from ._codetools import tool_fingerprints
 from ._errors import FaultsDisabled, UnknownTool
 from ._events import FaultsChanged, WorldCreated, WorldForked
 from ._log import EventLog
@@ -446,6 +447,7 @@ def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> Book:
             digest=spec.digest,
             path=spec.path,
             faults=faults,
+            tools=tool_fingerprints(spec) if spec.handlers else {},
         )
     )
     for rname, rows in _seed_rows(spec, seed).items():

@@ -196,11 +196,12 @@ def faultbench_run(request: pytest.FixtureRequest) -> RunInfo:
 
 
 @pytest.fixture
-def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Any:
+def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[Any]:
     """A fresh world for this run: the test's world file, seeded with its `seed` marker (or
     the file's seed), fault draws of run `faultbench_run.index`, and the fault rules of its
-    `faults` marker (none without one)."""
-    from faultbench.kernel import World
+    `faults` marker (none without one). It is the current world (`faultbench.using_world`)
+    while the test runs, so `fault_inject` charges its latency to it."""
+    from faultbench.kernel import World, using_world
 
     plan = _world_plan(request)
     assert plan.world is not None
@@ -208,7 +209,8 @@ def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Any:
     w = World.from_spec(spec, seed=plan.seed, run=faultbench_run.index)
     _apply_faults(request, w, plan)
     request.node.stash[WORLD_KEY] = w
-    return w
+    with using_world(w):
+        yield w
 
 
 def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:

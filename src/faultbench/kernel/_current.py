@@ -1,0 +1,58 @@
+"""The current world: which world code that has no world in hand (a `fault_inject` wrapper, a
+mock tool, an agent's helper) should charge its latency to and call tools on.
+
+One `contextvars.ContextVar`, so it follows the code that set it: into tasks (asyncio and trio
+copy the context when a task starts) and into threads started with `asyncio.to_thread` or
+`anyio.to_thread.run_sync`, which run their function in a copy of the caller's context. A
+plain `threading.Thread` starts with an empty context, as Python defines it; hand such a
+thread the world itself (a world's tools live in the world, not in the context).
+
+`faultbench.testing.scenario` and the pytest plugin's `world` fixture set it; anything else
+can, with `using_world(world)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._world import World
+
+__all__ = ["current_world", "using_world"]
+
+_CURRENT: ContextVar[World | None] = ContextVar("faultbench_current_world", default=None)
+
+
+def current_world() -> World | None:
+    """The world set by the innermost `using_world` (or `scenario`, or the pytest `world`
+    fixture) around the running code; None outside of one."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def using_world(world: World | None) -> Iterator[World | None]:
+    """Make `world` the current world inside the block (None: no current world)::
+
+    with faultbench.using_world(world):
+        lookup("Paris")  # a fault_inject wrapper charges its latency to world.clock
+    """
+    from ._world import World
+
+    if world is not None and not isinstance(world, World):
+        raise TypeError(
+            f"Expected a faultbench World (or None). Instead, received: {world!r} "
+            f"({type(world).__name__})"
+        )
+    token = _CURRENT.set(world)
+    try:
+        yield world
+    finally:
+        try:
+            _CURRENT.reset(token)
+        except ValueError:
+            # Left from another context (a generator fixture finalized elsewhere): the
+            # block is over all the same, so no world is current any more.
+            _CURRENT.set(None)
