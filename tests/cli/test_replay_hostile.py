@@ -93,6 +93,8 @@ def _edit(rows: list[dict], kind: str) -> list[dict]:
             r["seq"] = i
     elif kind == "unknown-type":
         first("CallSucceeded")["type"] = "CallExploded"
+    elif kind == "changed-seed-row":
+        first("RecordCreated", table="order")["fields"]["total"] += 1.0
     elif kind == "bad-rewind":
         rows.insert(2, {"type": "LogRewound", "seq": 99, "at": rows[0]["at"]})
     return rows
@@ -110,6 +112,7 @@ EDITS = {
     "second-world": (1, "WorldCreated may only be event 0"),
     "unknown-type": (2, "Expected one event as a JSON object"),
     "bad-rewind": (2, "LogRewound to seq 99"),
+    "changed-seed-row": (1, "is not the seed row that seed"),
 }
 
 
@@ -133,3 +136,14 @@ def test_a_deeply_nested_line_exits_2(recorded, tmp_path, capsys):
     deep.write_bytes(lines[0] + nested)
     assert main(["replay", str(deep), "--world", str(world_file)]) == 2
     assert f"{deep}:2: Expected one event" in capsys.readouterr().err
+
+
+def test_a_changed_seed_is_refused_where_the_seed_made_the_rows(tmp_path, capsys):
+    shop = Path(__file__).parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
+    world = faultbench.load_world(shop, seed=3)
+    world.call("list_orders", {})
+    rows = [json.loads(line) for line in faultbench.encode_events(world.events).splitlines()]
+    rows[0]["seed"] = 4  # the rows that follow were made by seed 3
+    edited = write(tmp_path / "edited.jsonl", rows)
+    assert main(["replay", str(edited), "--world", str(shop)]) == 1
+    assert "is not the seed row that seed 4 gives" in capsys.readouterr().err

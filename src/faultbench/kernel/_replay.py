@@ -30,6 +30,7 @@ from ._events import (
     RecordUpdated,
     WorldCreated,
     decode_events,
+    encode_events,
 )
 from ._fieldtypes import _coerce
 from ._reducer import apply
@@ -179,7 +180,26 @@ def replay(
     finally:
         if was_enabled:
             gc.enable()
+    if strict:  # after the fold, whose checks name a malformed row more precisely
+        _check_seed_rows(spec, first, log)
     return World.from_book(spec, first.seed, Book(state, None, items))
+
+
+def _check_seed_rows(spec: WorldSpec, first: WorldCreated, log: list[Event]) -> None:
+    """The log's seed rows are the rows its seed gives: a `WorldCreated.seed` edited after
+    the fact (or edited seed rows) would otherwise replay silently into another world."""
+    from ._world import genesis_events
+
+    expected = genesis_events(spec, first.seed, first.run, first.faults)
+    for i in range(1, len(expected)):
+        if i >= len(log) or encode_events([log[i]]) != encode_events([expected[i]]):
+            raise _at(
+                i,
+                f"event {i} is not the seed row that seed {first.seed} gives this world file: "
+                "the log's seed (WorldCreated.seed) or its seed rows were changed after it was "
+                "written. Replay the log as it was written, or pass strict=False to replay "
+                "anyway.",
+            )
 
 
 def _load_checked(path: str, first: WorldCreated, strict: bool) -> WorldSpec:

@@ -457,6 +457,12 @@ def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> Book:
     return book
 
 
+def genesis_events(spec: WorldSpec, seed: int, run: int = 0, faults: bool = True) -> EventLog:
+    """The events a world of `spec` and `seed` starts with: `WorldCreated`, then its seed
+    rows (what replay checks a log's first events against)."""
+    return _seeded(spec, seed, run, faults).log
+
+
 def load_world(
     path: str | os.PathLike[str], seed: int | None = None, run: int = 0, faults: bool = True
 ) -> World:
