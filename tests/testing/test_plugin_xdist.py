@@ -31,7 +31,9 @@ def summary(output: str) -> list[str]:
     """The faultbench section and pytest's last line, timing cut."""
     section = output.split("faultbench: pass rate over runs", 1)[1]
     lines = [line for line in section.splitlines()[1:] if not line.startswith("=")]
-    last = re.sub(r" in [\d.]+s", "", output.strip().splitlines()[-1])
+    # The line is padded with "=" to the terminal width around its text, whose length changes
+    # with the duration ("in 9.8s" / "in 13.8s"): compare the text alone.
+    last = re.sub(r" in [\d.]+s", "", output.strip().splitlines()[-1]).strip("= ")
     return [line for line in lines if line and "short test summary" not in line] + [last]
 
 

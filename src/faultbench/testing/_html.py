@@ -29,9 +29,9 @@ __all__ = ["REPORT_FILE", "build_report", "write_report"]
 
 REPORT_FILE = "faultbench-report.html"
 #: lines of event-log diff per failing run
-DIFF_LINES = 400
+DIFF_LINES = 200
 #: passing runs a failing run is compared with, nearest in log length first
-DIFF_CANDIDATES = 25
+DIFF_CANDIDATES = 8
 #: characters of an answer's text kept per call (the full text of huge answers is cut)
 TEXT_LIMIT = 4000
 
