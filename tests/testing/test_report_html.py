@@ -113,3 +113,24 @@ def test_faultbench_report_explains_an_empty_folder(tmp_path, capsys):
 
     assert main(["report", str(tmp_path)]) == 2
     assert "no event logs" in capsys.readouterr().err
+
+
+def test_under_xdist_the_controller_writes_the_same_report(pytester):
+    shop_session(pytester, "--faultbench-report", "one", "--faultbench-no-early-stop")
+    spread = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--faultbench-report",
+        "two",
+        "--faultbench-no-early-stop",
+    )
+    spread.stdout.fnmatch_lines(["faultbench report: two/faultbench-report.html"])
+    one = blocks((pytester.path / "one" / REPORT_FILE).read_text())
+    two = blocks((pytester.path / "two" / REPORT_FILE).read_text())
+    assert one["faultbench-data"]["groups"] == two["faultbench-data"]["groups"]
+    assert one.keys() == two.keys()
+    for name in one:
+        if name.startswith("run-"):
+            assert one[name] == two[name]

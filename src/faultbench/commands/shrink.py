@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from faultbench.kernel import decode_events
-    from faultbench.testing._outputs import spec_of
+    from faultbench.testing._html import spec_of
     from faultbench.testing._shrink import Probe, ProbeError, faults_received, probe_pytest, shrink
 
     if args.budget < 1:

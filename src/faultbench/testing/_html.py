@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 from ._report import Group, Run, closest_passing
 from ._stats import pass_hat_k
 
-__all__ = ["REPORT_FILE", "build_report", "write_report"]
+__all__ = ["REPORT_FILE", "build_report", "spec_of", "write_report"]
 
 REPORT_FILE = "faultbench-report.html"
 #: lines of event-log diff per failing run
@@ -60,14 +59,13 @@ def write_report(
     reproduce: dict[str, str] | None = None,
     shrinks: dict[str, dict[str, Any]] | None = None,
     title: str = "faultbench run report",
-    spec_of: Callable[[list[Any]], Any] | None = None,
 ) -> Path:
     """Write `DIR/faultbench-report.html`; returns its path."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / REPORT_FILE
     path.write_text(
-        build_report(groups, reproduce=reproduce, shrinks=shrinks, title=title, spec_of=spec_of),
+        build_report(groups, reproduce=reproduce, shrinks=shrinks, title=title),
         encoding="utf-8",
     )
     return path
@@ -79,13 +77,8 @@ def build_report(
     reproduce: dict[str, str] | None = None,
     shrinks: dict[str, dict[str, Any]] | None = None,
     title: str = "faultbench run report",
-    spec_of: Callable[[list[Any]], Any] | None = None,
 ) -> str:
     """The report's HTML text."""
-    if spec_of is None:
-        from ._outputs import spec_of as default_spec_of
-
-        spec_of = default_spec_of
     reproduce = reproduce or {}
     shrinks = shrinks or {}
     overview: list[dict[str, Any]] = []
@@ -97,7 +90,7 @@ def build_report(
         for _, run in sorted(group.runs.items()):
             rid = f"{g_index}-{run.index}"
             cells.append([run.index, run.outcome, run.tolerated, rid])
-            detail = _run_detail(group, run, decoded, specs, spec_of)
+            detail = _run_detail(group, run, decoded, specs)
             detail["reproduce"] = reproduce.get(run.nodeid)
             detail["shrink"] = shrinks.get(run.nodeid)
             blocks.append(_script(f"run-{rid}", detail))
@@ -160,7 +153,6 @@ def _run_detail(
     run: Run,
     decoded: dict[int, list[Any]],
     specs: dict[str, Any],
-    spec_of: Callable[[list[Any]], Any],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "nodeid": run.nodeid,
@@ -183,7 +175,7 @@ def _run_detail(
     events = decoded.get(run.index)
     if events is None:
         events = decoded[run.index] = list(decode_events(run.events.encode()))
-    spec = _spec(events, specs, spec_of)
+    spec = _spec(events, specs)
     out.update(_timeline(events, spec))
     out["n_events"] = len(events)
     if spec is not None:
@@ -203,7 +195,7 @@ def _run_detail(
     return out
 
 
-def _spec(events: list[Any], specs: dict[str, Any], spec_of: Callable[[list[Any]], Any]) -> Any:
+def _spec(events: list[Any], specs: dict[str, Any]) -> Any:
     from faultbench.kernel import WorldCreated
 
     first = events[0] if events else None
@@ -332,3 +324,17 @@ def _side_by_side(lines: list[str]) -> list[list[Any]]:
                 rows.append([line, line, "…"])
     flush()
     return rows
+
+
+def spec_of(events: list[Any]) -> Any:
+    """The world spec a log was recorded with, from the path in its `WorldCreated` (None
+    when there is none or it cannot be read)."""
+    from faultbench.kernel import WorldCreated, WorldFileError, load_spec
+
+    first = events[0] if events else None
+    if not isinstance(first, WorldCreated) or not first.path:
+        return None
+    try:
+        return load_spec(first.path)
+    except (OSError, WorldFileError):
+        return None

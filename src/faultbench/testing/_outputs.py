@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
+from ._html import spec_of
 from ._report import Group, Run
 from ._shrink import DEFAULT_BUDGET, Probe, ShrinkResult, faults_received, probe_pytest, shrink
 
-__all__ = ["Outputs", "add_output_options", "faults_override"]
+__all__ = ["Outputs", "add_output_options", "faults_override", "spec_of"]
 
 #: set in the environment of shrinking's probes: they must not shrink or report themselves
 PROBE_ENV = "FAULTBENCH_PROBE"
@@ -179,17 +180,3 @@ def _shrink_json(result: ShrinkResult, cmd: str | None) -> dict[str, Any]:
         "faults": result.block,
         "reproduce": cmd,
     }
-
-
-def spec_of(events: list[Any]) -> Any:
-    """The world spec a log was recorded with, from the path in its `WorldCreated` (None
-    when there is none or it cannot be read)."""
-    from faultbench.kernel import WorldCreated, WorldFileError, load_spec
-
-    first = events[0] if events else None
-    if not isinstance(first, WorldCreated) or not first.path:
-        return None
-    try:
-        return load_spec(first.path)
-    except (OSError, WorldFileError):
-        return None
