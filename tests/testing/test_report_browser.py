@@ -56,3 +56,25 @@ def test_chromium_shows_the_failing_run_its_faults_and_its_diff(pytester):
 
     png = screenshot(report, ARTIFACTS / "report-shop.png", f"#run={rid}")
     assert png.stat().st_size > 10_000
+
+
+def test_a_run_of_ten_thousand_calls_is_drawn(tmp_path):
+    from faultbench.kernel import World, encode_events, load_spec
+    from faultbench.testing._html import write_report
+    from faultbench.testing._report import Group, Run
+
+    world = World.from_spec(load_spec(Path(__file__).parent / "shop" / "world.yaml"), run=1)
+    for n in range(10_000):
+        world.call("get_order", {"id": str(n % 3 + 1)})
+    group = Group("bench.py::test_long", 1, None)
+    group.runs[0] = Run(
+        "bench.py::test_long[run0]", 0, "failed", events=encode_events(world.events).decode()
+    )
+    report = write_report(tmp_path, [group])
+    dom = dump_dom(report)
+    assert body_attribute(dom, "data-ready") == "1"
+    assert len(re.findall(r'<rect class="bar[^"]*" data-i="\d+"', dom)) == 10_000
+    faulted = sum(1 for c in world.trace if c.fault)
+    assert 1_000 < dom.count('<path class="fault-marker" data-kind="http_503"') == faulted
+    # benchmarks/bench_report.py measures the load time; here only a generous bound.
+    assert int(body_attribute(dom, "data-loaded-ms") or 0) < 20_000
