@@ -127,7 +127,13 @@ def test_pytest_faultbench_shrink_end_to_end(pytester: pytest.Pytester):
     """Probes are fresh pytest processes running one item under --faultbench-faults."""
     shop(pytester)
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--faultbench-shrink", "-k", "refund_once or always_broken"
+        "-p",
+        "no:cacheprovider",
+        "--faultbench-shrink",
+        "--faultbench-report",
+        "out",
+        "-k",
+        "refund_once or always_broken",
     )
     out = result.stdout.str()
     assert "faultbench: the faults that matter (shrunk)" in out
@@ -144,6 +150,10 @@ def test_pytest_faultbench_shrink_end_to_end(pytester: pytest.Pytester):
     broken = next(i for i, line in enumerate(lines) if "test_always_broken[run0]:" in line)
     assert lines[broken].endswith("fails without faults: the bug is not fault handling")
     assert lines[broken + 1].strip().startswith("1 probe ")
+    # The report shows it on the run.
+    html = (pytester.path / "out" / "faultbench-report.html").read_text()
+    assert '"headline":"fails with only: issue_refund#1 timeout (of 3 faults)"' in html
+    assert '"headline":"fails without faults: the bug is not fault handling"' in html
     # The printed command reproduces the failure with only that fault.
     args = shlex.split(reproduce.removeprefix("Reproduce: pytest "))
     assert json.loads(args[-1]) == {"payments.issue_refund": {"script": {"1": "timeout"}}}
