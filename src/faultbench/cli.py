@@ -9,7 +9,7 @@ import importlib
 import sys
 from types import ModuleType
 
-COMMANDS = ("check", "show", "tools", "serve", "replay", "diff")
+COMMANDS = ("check", "show", "tools", "serve", "replay", "diff", "report", "shrink")
 
 
 def _load(name: str) -> ModuleType:

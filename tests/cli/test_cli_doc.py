@@ -16,7 +16,7 @@ from ..serve.serve_helpers import ServeProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "CLI.md").read_text()
-COMMANDS = ("check", "show", "tools", "serve", "replay", "diff")
+COMMANDS = ("check", "show", "tools", "serve", "replay", "diff", "report", "shrink")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._stats import Gate, decide
 
-__all__ = ["Group", "Run", "Tally", "render_group"]
+__all__ = ["Group", "Run", "Tally", "closest_passing", "render_group"]
 
 #: failing runs shown with their message and event-log diff (the rest get their call line)
 DETAILED_FAILURES = 5
@@ -158,23 +158,42 @@ def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Any]]) -> list
     """The event-log diff of `run` against the passing run of its group closest to it."""
     if run.events is None:
         return []
-    passing = [p for p in group.passing() if p.events is not None]
-    if not passing:
+    best = closest_passing(group, run, decoded)
+    if best is None:
         return ["no passing run to compare the event log with"]
-    from faultbench.kernel import diff_events
-
-    mine = _events(run, decoded)
-    best = None
-    for p in passing:
-        d = diff_events(_events(p, decoded), mine, max_lines=DIFF_LINES)
-        if best is None or d.distance < best[1].distance:
-            best = (p, d)
-    assert best is not None
     other, d = best
     if not d:
         return [f"event log: the same as run{other.index}'s ({d.len_a} events)"]
     head = f"event log against run{other.index} (closest passing run; - run{other.index}, + run{run.index}):"
     return [head, *_indent(str(d), "  ")]
+
+
+def closest_passing(
+    group: Group,
+    run: Run,
+    decoded: dict[int, list[Any]],
+    *,
+    max_lines: int = DIFF_LINES,
+    candidates: int | None = None,
+) -> tuple[Run, Any] | None:
+    """The passing run of `group` whose event log is closest to `run`'s, and the `EventDiff`
+    (passing run: a, `run`: b); None without a passing run. `candidates` bounds the runs
+    compared, nearest in log length first (a large group's report stays linear)."""
+    passing = [p for p in group.passing() if p.events is not None]
+    if run.events is None or not passing:
+        return None
+    from faultbench.kernel import diff_events
+
+    mine = _events(run, decoded)
+    if candidates is not None and len(passing) > candidates:
+        passing.sort(key=lambda p: abs(len(_events(p, decoded)) - len(mine)))
+        passing = passing[:candidates]
+    best = None
+    for p in passing:
+        d = diff_events(_events(p, decoded), mine, max_lines=max_lines)
+        if best is None or d.distance < best[1].distance:
+            best = (p, d)
+    return best
 
 
 def _events(run: Run, decoded: dict[int, list[Any]]) -> list[Any]:

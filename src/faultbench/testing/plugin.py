@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from ._handles import Faults, LiveTrace
+from ._outputs import Outputs, add_output_options, faults_override
 from ._report import Group, Tally, render_group
 from ._runs import FILE_FAULTS, MARKERS, RUN_PARAM, Plan, RunInfo, derive_seed, group_of, run_id
 from ._stats import decided, pass_hat_k
@@ -66,6 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write each run's event log to DIR as JSON Lines (faultbench replay FILE)",
     )
+    add_output_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -219,6 +221,9 @@ def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:
     from faultbench.kernel import WorldFileError, render_faults
 
     faults = plan.faults
+    override = faults_override(request.config)
+    if override is not None:  # --faultbench-faults (shrinking's probes, reproduce commands)
+        faults = override
     if faults is FILE_FAULTS or (isinstance(faults, Path) and faults == plan.world):
         return  # the world was created with its file's block in force
     if faults is None:
@@ -301,6 +306,7 @@ class FaultbenchSession:
         self.planned: dict[str, int] = {}  # group -> runs selected in this process
         self.order: dict[str, int] = {}  # nodeid -> collection position
         self.failed_gates: list[Group] = []
+        self.outputs = Outputs(config)
 
     # --- early stop --------------------------------------------------------------------------
 
@@ -411,9 +417,11 @@ class FaultbenchSession:
         self.failed_gates = [g for g in self._groups() if g.gate().planned and not g.gate().ok]
         if self.failed_gates and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # --faultbench-shrink, the session file next to the event logs, --faultbench-report
+        self.outputs.finish(self._groups(every=True), self._reproduce)
 
-    def _groups(self) -> list[Group]:
-        groups = self.tally.shown()
+    def _groups(self, *, every: bool = False) -> list[Group]:
+        groups = list(self.tally.groups.values()) if every else self.tally.shown()
         last = len(self.order)
 
         def position(g: Group) -> int:
@@ -426,6 +434,7 @@ class FaultbenchSession:
             return
         groups = self._groups()
         if not groups:
+            self.outputs.summary(terminalreporter)
             return
         terminalreporter.section("faultbench: pass rate over runs")
         verbose = config.get_verbosity() > 0
@@ -441,6 +450,7 @@ class FaultbenchSession:
             # Counted in pytest's last line ("17 passed, 3 tolerated, 1 gate failed").
             key = "gate failed" if len(self.failed_gates) == 1 else "gates failed"
             terminalreporter.stats.setdefault(key, []).extend(self.failed_gates)
+        self.outputs.summary(terminalreporter)  # shrinking's findings, where the report went
 
     def _display(self, nodeid: str) -> str:
         """`nodeid` with its file relative to the working directory, as pytest takes it."""

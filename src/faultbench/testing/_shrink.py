@@ -1,0 +1,316 @@
+"""Shrinking a failing run's fault schedule: the smallest subset of the faults it received
+that still makes the test fail.
+
+Every fault is a decision keyed by (seed, run, operation, k), and the run's event log says
+which decisions were taken (`FaultInjected` after the `CallStarted` that numbers the call).
+Each one can be pinned as a `script:` entry (`{"payments.issue_refund": {"script": {2:
+{"kind": "timeout", "commit": true}}}}`), with no other rule in force: a probe re-runs the
+test under exactly that block and reports whether it still fails. Delta debugging (ddmin,
+Zeller and Hildebrandt 2002) then searches the subsets: halves first, then complements,
+then finer splits, until no single fault can be dropped.
+
+A probe is one more run of the test in a fresh `pytest` process (`probe_pytest`), with the
+block passed as `--faultbench-faults JSON`, which the plugin puts in force instead of the
+test's own faults marker. With a deterministic agent (scripted models, replayed cassettes)
+the result is exact; with a live model every probe is one more model run, so the number of
+probes is bounded (`budget`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Pin",
+    "Probe",
+    "ShrinkResult",
+    "ddmin",
+    "faults_received",
+    "pin_block",
+    "probe_pytest",
+    "shrink",
+]
+
+#: probes per failing run unless `--faultbench-shrink-budget` says otherwise
+DEFAULT_BUDGET = 64
+
+
+@dataclass(frozen=True, order=True)
+class Pin:
+    """One fault a run received, as the script entry that reproduces it."""
+
+    tool: str
+    k: int
+    kind: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.tool}#{self.k} {self.kind}"
+
+    def entry(self) -> str | dict[str, Any]:
+        """The `script:` value: the kind alone, or the kind with its options."""
+        return {"kind": self.kind, **dict(self.options)} if self.options else self.kind
+
+
+def faults_received(events: Iterable[Any]) -> list[Pin]:
+    """The faults a run's event log shows, each pinned to its call (tool, k), in log order.
+
+    A `rate_limit` refusal (which no script can name) is pinned as the `http_429` the agent
+    read, with the same retry-after; `commit` is kept only for the kinds that accept it.
+    """
+    from faultbench.kernel import CallStarted, FaultInjected, fault_kind
+
+    k_of: dict[str, int] = {}
+    pins: list[Pin] = []
+    for ev in events:
+        if isinstance(ev, CallStarted) and ev.k is not None:
+            k_of[ev.call_id] = ev.k
+        elif isinstance(ev, FaultInjected) and ev.call_id in k_of:
+            kind = "http_429" if ev.kind == "rate_limit" else ev.kind
+            try:
+                spec = fault_kind(kind)
+            except (KeyError, ValueError):
+                continue  # a kind this version cannot script
+            detail = ev.detail or {}
+            # Options at their default are left out: `timeout`, not `{kind: timeout, ...}`.
+            options = {
+                o.name: detail[o.name]
+                for o in spec.options
+                if detail.get(o.name) is not None and detail[o.name] != o.default
+            }
+            if (
+                spec.commit_option
+                and "commit" in detail
+                and detail["commit"] != spec.default_commit
+            ):
+                options["commit"] = detail["commit"]
+            pins.append(Pin(ev.tool, k_of[ev.call_id], kind, tuple(sorted(options.items()))))
+    return pins
+
+
+def pin_block(pins: Iterable[Pin], spec: Any) -> dict[str, Any]:
+    """The `faults:` block that injects exactly `pins` and nothing else."""
+    block: dict[str, Any] = {}
+    for pin in sorted(pins):
+        op = spec.operations.get(pin.tool)
+        key = op.qualname if op is not None else pin.tool
+        block.setdefault(key, {"script": {}})["script"][pin.k] = pin.entry()
+    return block
+
+
+def describe(pins: Sequence[Pin]) -> str:
+    return ", ".join(str(p) for p in pins)
+
+
+# =============================================================================================
+# ddmin
+# =============================================================================================
+
+
+@dataclass
+class ShrinkResult:
+    """What shrinking found. `verdict` is one of
+
+    - "minimal": `pins` still fail the test and none of them can be dropped;
+    - "budget": the probes ran out; `pins` still fail, and may not be minimal;
+    - "no_faults": the test fails with no fault at all (the bug is not fault handling);
+    - "not_reproduced": it passes with all its faults pinned (the failure depends on
+      something else: latency, wall time, a live model's randomness);
+    - "error": a probe could not run (`message` says why).
+    """
+
+    verdict: str
+    pins: list[Pin] = field(default_factory=list)
+    received: list[Pin] = field(default_factory=list)
+    probes: int = 0
+    message: str = ""
+    block: dict[str, Any] | None = None
+
+    def headline(self) -> str:
+        if self.verdict == "no_faults":
+            return "fails without faults: the bug is not fault handling"
+        if self.verdict == "not_reproduced":
+            return (
+                f"passes with its {len(self.received)} faults pinned: the failure depends "
+                "on more than the faults (latency, wall time, a live model)"
+            )
+        if self.verdict == "error":
+            return f"cannot shrink: {self.message}"
+        only = f"fails with only: {describe(self.pins)}"
+        if self.verdict == "budget":
+            only += f" (probe budget used up: may not be minimal, of {len(self.received)})"
+        else:
+            only += f" (of {len(self.received)} faults)"
+        return only
+
+
+class ProbeError(Exception):
+    """A probe could not tell whether the test fails."""
+
+
+def ddmin(
+    items: Sequence[Pin], fails: Callable[[list[Pin]], bool], *, budget: int = DEFAULT_BUDGET
+) -> ShrinkResult:
+    """Shrink `items` to a minimal failing subset, calling `fails(subset)` at most `budget`
+    times. Probes the empty set first (does it fail without faults?), then all of them (does
+    pinning them reproduce the failure?), then ddmin; a subset already probed is not probed
+    again."""
+    items = list(items)
+    seen: dict[frozenset[Pin], bool] = {}
+    count = 0
+
+    class _Spent(Exception):
+        pass
+
+    def probe(subset: list[Pin]) -> bool:
+        nonlocal count
+        key = frozenset(subset)
+        if key not in seen:
+            if count >= budget:
+                raise _Spent
+            count += 1
+            seen[key] = fails(subset)
+        return seen[key]
+
+    result = ShrinkResult("minimal", received=items)
+    try:
+        if probe([]):
+            result.verdict = "no_faults"
+            return result
+        if not items or not probe(items):
+            result.verdict = "not_reproduced"
+            return result
+        current, n = items, 2
+        while len(current) >= 2:
+            chunks = _split(current, n)
+            for chunk in chunks:
+                if probe(chunk):
+                    current, n = chunk, 2
+                    break
+            else:
+                complements = [] if n == 2 else chunks
+                for chunk in complements:
+                    rest = [p for p in current if p not in chunk]
+                    if probe(rest):
+                        current, n = rest, max(n - 1, 2)
+                        break
+                else:
+                    if n >= len(current):
+                        break
+                    n = min(2 * n, len(current))
+        result.pins = current
+    except _Spent:
+        result.verdict = "budget"
+        result.pins = min((list(s) for s, f in seen.items() if f), key=len, default=items)
+        result.pins.sort(key=items.index)
+    except ProbeError as exc:
+        result.verdict = "error"
+        result.message = str(exc)
+    finally:
+        result.probes = count
+    return result
+
+
+def _split(items: list[Pin], n: int) -> list[list[Pin]]:
+    size, extra = divmod(len(items), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return [c for c in out if c]
+
+
+# =============================================================================================
+# Probing a pytest test in a fresh process
+# =============================================================================================
+
+
+@dataclass
+class Probe:
+    """How to re-run one test item: `pytest [args] NODEID --faultbench-faults BLOCK` in `cwd`."""
+
+    nodeid: str
+    args: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    #: the command people type (`pytest "t.py::test_x[run4]"`), for the reproduce line
+    shown: str | None = None
+
+    def command(self, block: dict[str, Any] | None) -> list[str]:
+        cmd = [sys.executable, "-m", "pytest", self.nodeid, *self.args]
+        if block is not None:
+            cmd += ["--faultbench-faults", json.dumps(block, sort_keys=True)]
+        return cmd
+
+    def reproduce(self, block: dict[str, Any]) -> str:
+        head = self.shown or f"pytest {shlex.quote(self.nodeid)}"
+        return f"{head} --faultbench-faults {shlex.quote(json.dumps(block, sort_keys=True))}"
+
+    def run(self, block: dict[str, Any] | None) -> dict[str, Any]:
+        """Run the item once; returns its run record from the session file (outcome,
+        message, events)."""
+        from ._sessionfile import read_session
+
+        with tempfile.TemporaryDirectory(prefix="faultbench-probe-") as tmp:
+            cmd = [
+                *self.command(block),
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--faultbench-events",
+                tmp,
+            ]
+            env = {**os.environ, "FAULTBENCH_PROBE": "1"}
+            proc = subprocess.run(
+                cmd, cwd=self.cwd, env=env, capture_output=True, text=True, check=False
+            )
+            try:
+                session = read_session(Path(tmp))
+            except (OSError, ValueError):
+                session = None
+            runs = [] if session is None else [r for g in session.groups for r in g.runs.values()]
+            if len(runs) != 1:
+                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+                raise ProbeError(
+                    f"expected `{' '.join(map(shlex.quote, cmd[2:5]))}` to run one faultbench "
+                    f"run; instead it ran {len(runs)} (exit status {proc.returncode}):\n{tail}"
+                )
+            run = runs[0]
+            if run.outcome == "failed" and run.events is None:
+                raise ProbeError(f"the test failed before it ran: {run.message}")
+            return {"outcome": run.outcome, "message": run.message, "events": run.events}
+
+
+def shrink(
+    pins: Sequence[Pin],
+    spec: Any,
+    fails: Callable[[dict[str, Any]], bool],
+    *,
+    budget: int = DEFAULT_BUDGET,
+) -> ShrinkResult:
+    """ddmin over `pins`, where `fails(block)` runs the test under a `faults:` block."""
+    result = ddmin(pins, lambda subset: fails(pin_block(subset, spec)), budget=budget)
+    if result.verdict in ("minimal", "budget"):
+        result.block = pin_block(result.pins, spec)
+    elif result.verdict == "no_faults":
+        result.block = {}
+    return result
+
+
+def probe_pytest(probe: Probe) -> Callable[[dict[str, Any]], bool]:
+    """`fails(block)` for `shrink`: one fresh pytest process per call."""
+
+    def fails(block: dict[str, Any]) -> bool:
+        return probe.run(block)["outcome"] == "failed"
+
+    return fails
