@@ -60,7 +60,10 @@ def test_python_examples_run(doc: Path, capsys):
 
 def test_readme_names_the_two_commands():
     readme = (ROOT / "README.md").read_text()
-    assert "$ uv run pytest" in readme
+    section = readme.split("## Two commands\n", 1)[1].split("\n## ", 1)[0]
+    first_block = section.split("```console\n", 1)[1].split("```", 1)[0]
+    assert first_block.splitlines() == ["$ uv run pytest", "$ uv run pytest examples/shop"]
+    assert readme.index("## Before you start") < readme.index("## Two commands")
     assert "$ uv run faultbench check examples/shop/worlds/shop.yaml" in readme
     assert os.path.exists(ROOT / "examples/shop/worlds/shop.yaml")
 

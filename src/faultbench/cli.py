@@ -21,6 +21,9 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         prog="faultbench",
         description="Fake, stateful, deliberately broken worlds for tool-using AI agents.",
     )
+    from faultbench import __version__
+
+    parser.add_argument("--version", action="version", version=f"faultbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # Only the chosen command's module is imported (the others get a stub parser for --help).
     chosen = next((a for a in argv if not a.startswith("-")), None)

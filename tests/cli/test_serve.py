@@ -3,6 +3,8 @@ tested in tests/serve/)."""
 
 from __future__ import annotations
 
+import os
+import pty
 import socket
 import subprocess
 import sys
@@ -39,6 +41,7 @@ def test_non_loopback_host_needs_a_token():
         (["--isolate"], "--isolate only applies with --http"),
         (["--port", "9000"], "--port only applies with --http"),
         (["--host", "localhost"], "--host only applies with --http"),
+        (["--token", "s3cret"], "--token only applies with --http"),
         (["--http", "--port", "70000"], "Expected --port between 0 and 65535"),
     ],
 )
@@ -112,3 +115,46 @@ def test_help_lists_every_flag():
         "--verbose",
     ):
         assert flag in proc.stdout
+
+
+def test_the_environments_token_is_ignored_without_http():
+    """FAULTBENCH_TOKEN set for HTTP servers does not stop a stdio one."""
+    proc = serve(SHOP, env={**os.environ, "FAULTBENCH_TOKEN": "s3cret"})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_stdio_on_a_terminal_says_what_it_waits_for():
+    """Run by hand, `faultbench serve` prints one line instead of looking hung; piped (as an
+    MCP client runs it), it prints nothing."""
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faultbench", "serve", SHOP],
+        stdin=terminal,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        os.close(controller)
+        os.close(terminal)
+    assert line == (
+        "faultbench: serving shop (9 tools) over stdio: waiting for an MCP client on stdin "
+        "(Ctrl-C to stop; --http serves http://127.0.0.1:8000/mcp instead)\n"
+    )
+    assert proc.stderr.read() == ""
+    piped = serve(SHOP)
+    assert (piped.returncode, piped.stderr) == (0, "")
+
+
+def test_version_and_python_dash_m():
+    from faultbench import __version__
+
+    for command in (["-m", "faultbench", "--version"], ["-m", "faultbench.cli", "--version"]):
+        proc = subprocess.run(
+            [sys.executable, *command], capture_output=True, text=True, check=False, timeout=60
+        )
+        assert (proc.returncode, proc.stdout) == (0, f"faultbench {__version__}\n"), proc.stderr

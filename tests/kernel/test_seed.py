@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -245,3 +246,77 @@ def test_explicit_rows_keep_their_ids_and_missing_fields_are_filled():
 def test_records_without_seed_are_empty():
     spec = spec_of("services:\n  s:\n    records: { r: { a: str } }\n")
     assert generate_rows(spec, 0) == {"r": []}
+
+
+def test_generated_rows_take_a_fields_default():
+    spec = spec_of(
+        """\
+        services:
+          shop:
+            records:
+              customer:
+                name: str
+                tier: { type: enum[standard, gold], default: standard }
+                credit: { type: int, default: 0 }
+                status: enum[active, closed]
+            seed:
+              customer: { count: 20, rows: [{ name: Ada Lovelace, tier: gold }] }
+        """
+    )
+    rows = generate_rows(spec, 3)["customer"]
+    assert [(r["tier"], r["credit"]) for r in rows] == [("gold", 0)] + [("standard", 0)] * 20
+    assert {r["status"] for r in rows} == {"active", "closed"}  # no default: drawn
+
+
+def test_a_rows_email_fits_its_person():
+    spec = spec_of(
+        """\
+        services:
+          crm:
+            records:
+              customer: { name: str, email: str }
+              contact: { first_name: str, last_name: str, work_email: str }
+              vendor: { company_name: str, email: str }
+            seed:
+              customer: { count: 30, rows: [{ name: Ada Lovelace }] }
+              contact: 10
+              vendor: 5
+        """
+    )
+    rows = generate_rows(spec, 11)
+    ada, *customers = rows["customer"]
+    assert re.fullmatch(r"ada\.lovelace\d+@example\.com", ada["email"])
+    for c in customers:
+        first, last = c["name"].lower().split()
+        assert re.fullmatch(rf"{first}\.{last}\d+@example\.com", c["email"]), c
+    for c in rows["contact"]:
+        expected = rf"{c['first_name'].lower()}\.{c['last_name'].lower()}\d+@example\.com"
+        assert re.fullmatch(expected, c["work_email"]), c
+    assert all(r["email"].endswith("@example.com") for r in rows["vendor"])
+    # the same seed still gives the same rows
+    assert generate_rows(spec, 11) == rows
+
+
+def test_names_and_titles_follow_their_record():
+    spec = spec_of(
+        """\
+        services:
+          library:
+            records:
+              book: { title: str, author: str }
+              product: { name: str, title: str }
+              ticket: { title: str }
+              supplier: { name: str }
+            seed: { count: 40 }
+        """
+    )
+    rows = generate_rows(spec, 2)
+    from faultbench.kernel._seed import _BOOKS, _COMPANIES, _PRODUCTS, _TITLES
+
+    assert {b["title"] for b in rows["book"]} <= set(_BOOKS)
+    assert all(re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", b["author"]) for b in rows["book"])
+    assert {p["name"] for p in rows["product"]} <= set(_PRODUCTS)
+    assert {p["title"] for p in rows["product"]} <= set(_PRODUCTS)
+    assert {t["title"] for t in rows["ticket"]} <= set(_TITLES)
+    assert {s["name"] for s in rows["supplier"]} <= set(_COMPANIES)
+    assert "desk lamp" not in {b["title"] for b in rows["book"]}

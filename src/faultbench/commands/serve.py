@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("FAULTBENCH_TOKEN"),
+        default=None,
         help="with --http: require 'Authorization: Bearer TOKEN' on every request "
         "(default: $FAULTBENCH_TOKEN). Required for a non-loopback --host",
     )
@@ -77,11 +77,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not args.http:
-        for flag, value in (("--isolate", args.isolate), ("--port", args.port != 8000)):
+        for flag, value in (
+            ("--isolate", args.isolate),
+            ("--port", args.port != 8000),
+            ("--token", args.token is not None),
+        ):
             if value:
                 return _usage(f"{flag} only applies with --http.")
         if args.host != "127.0.0.1":
             return _usage("--host only applies with --http.")
+    if args.token is None:  # the environment's token applies to --http only, silently
+        args.token = os.environ.get("FAULTBENCH_TOKEN") if args.http else None
     if args.http:
         from faultbench.serve._http import is_loopback
 
@@ -185,6 +191,15 @@ async def _serve_stdio(server, args) -> None:
     from faultbench.serve._stdio import serve_stdio
 
     log.info("serving %s over stdio (%d tools)", server.world.name, len(server.world.tools))
+    if sys.stdin.isatty():
+        # Run by hand, a stdio server would look hung: say what it is waiting for.
+        print(
+            f"faultbench: serving {server.world.name} ({len(server.world.tools)} tools) over "
+            "stdio: waiting for an MCP client on stdin (Ctrl-C to stop; --http serves "
+            "http://127.0.0.1:8000/mcp instead)",
+            file=sys.stderr,
+            flush=True,
+        )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_on_signal, nursery.cancel_scope.cancel)
         await serve_stdio(server)

@@ -73,17 +73,17 @@ def generate_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]
         for i, ident in enumerate(ids[rec]):
             given = explicit[i] if i < len(explicit) else None
             row: dict[str, Any] = {"id": ident}
-            if given is None:
-                for name, _field, gen in gens:
+            drawn: set[str] = set()
+            for name, field, gen in gens:
+                if given is not None and name in given:
+                    row[name] = given[name]
+                elif field.has_default or (given is not None and field.optional):
+                    # A generated row is a create that leaves the field out.
+                    row[name] = field.default
+                else:
                     row[name] = gen()
-            else:
-                for name, field, gen in gens:
-                    if name in given:
-                        row[name] = given[name]
-                    elif field.has_default or field.optional:
-                        row[name] = field.default
-                    else:
-                        row[name] = gen()
+                    drawn.add(name)
+            _cohere(row, drawn)
             rows.append(row)
         if explicit:
             rows.sort(key=lambda r: id_order(r["id"]))
@@ -163,7 +163,7 @@ def _base_generator(
         return _int_generator(field.name.lower(), words, rng)
     if kind == "float":
         return _float_generator(field.name.lower(), words, rng)
-    return _str_generator(spec, field.name.lower(), words, rng, ids)
+    return _str_generator(spec, record.name.lower(), field.name.lower(), words, rng, ids)
 
 
 _MONEY = frozenset(
@@ -213,6 +213,32 @@ def _float_generator(name: str, words: set[str], rng: random.Random) -> Callable
 # Text
 # ---------------------------------------------------------------------------------------------
 
+#: fields holding a person's full name, in the order an email is derived from
+_FULL_NAMES = ("name", "full_name", "customer_name", "contact_name", "display_name", "owner",
+               "holder", "contact")  # fmt: skip
+
+
+def _cohere(row: dict[str, Any], drawn: set[str]) -> None:
+    """Make a row agree with itself: a drawn email fits the row's person (Ada Lovelace is
+    ada.lovelace42@example.com), given or drawn. The number stays the email's own draw."""
+    emails = [f for f in drawn if f == "email" or f.endswith("_email")]
+    if not emails:
+        return
+    first, last = row.get("first_name"), row.get("last_name")
+    if not (isinstance(first, str) and isinstance(last, str)):
+        full = next((row[f] for f in _FULL_NAMES if isinstance(row.get(f), str)), None)
+        parts = full.split() if isinstance(full, str) else []
+        if len(parts) < 2 or not all(p.isalpha() and p[0].isupper() for p in parts):
+            return  # not a name ("desk lamp", "Acorn & Co")
+        first, last = parts[0], parts[-1]
+    for f in emails:
+        value = row[f]
+        if isinstance(value, str) and "@" in value:
+            local, _, domain = value.partition("@")
+            number = local[len(local.rstrip("0123456789")) :]
+            row[f] = f"{first.lower()}.{last.lower()}{number}@{domain}"
+
+
 _FIRST = (
     "Ada", "Ben", "Chloe", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kofi",
     "Lena", "Mateo", "Nadia", "Oscar", "Priya", "Quinn", "Rosa", "Sami", "Tara", "Uma", "Victor",
@@ -242,11 +268,22 @@ _PRODUCTS = (
     "desk lamp", "coffee grinder", "wool scarf", "trail shoes", "water bottle", "notebook",
     "headphones", "backpack", "tea kettle", "yoga mat", "phone case", "rain jacket",
 )  # fmt: skip
+_BOOKS = (
+    "The Silent Harbor", "A Field Guide to Moss", "Winter in Lisbon", "Notes on Rain",
+    "The Cartographer's Daughter", "The Last Lighthouse", "Paper Rivers", "An Atlas of Clouds",
+    "The Orchard Year", "Salt and Iron", "Letters from Graz", "The Glass Observatory",
+)  # fmt: skip
+_TITLES = (
+    "Quarterly review", "Onboarding checklist", "Release notes", "Team offsite",
+    "Budget draft", "Kickoff meeting", "Roadmap update", "Incident follow-up",
+    "Weekly sync", "Design review",
+)  # fmt: skip
 _PHRASES = (
     "arrived damaged", "wrong size", "changed my mind", "late delivery", "duplicate charge",
     "gift for a friend", "not as described", "missing parts", "please call first",
     "leave at the door",
 )  # fmt: skip
+_PERSON_FIELDS = ("owner", "holder", "customer", "contact", "author")
 _COMPANIES = ("Northwind", "Blue Finch", "Acorn & Co", "Lakeside Labs", "Ironbark", "Solstice")
 _STREETS = ("Oak", "Maple", "Cedar", "Elm", "Pine", "Lake", "Hill", "Park", "Mill", "River")
 _STREET_KINDS = ("Street", "Avenue", "Road", "Lane", "Way")
@@ -259,6 +296,7 @@ _PERSON_PREFIXES = frozenset(
 
 def _str_generator(
     spec: WorldSpec,
+    record: str,
     name: str,
     words: set[str],
     rng: random.Random,
@@ -280,15 +318,19 @@ def _str_generator(
         return lambda: choice(_LAST)
     if name in ("username", "user_name", "handle", "login"):
         return lambda: f"{choice(_FIRST).lower()}{randrange(1, 1000)}"
-    if last == "name" or name in ("owner", "holder", "customer", "contact"):
-        head = set(name.split("_")[:-1])
-        if head & {"product", "item"}:
+    # What a `name` or `title` is depends on whose it is: a book's title, a product's name.
+    kind = set(record.split("_")) | set(plural(record).split("_"))
+    if last == "name" or name in ("owner", "holder", "customer", "contact", "author"):
+        head = set(name.split("_")[:-1]) or (kind if name == "name" else set())
+        if head & {"product", "products", "item", "items"}:
             return lambda: choice(_PRODUCTS)
-        if head & {"company", "business", "merchant", "vendor"}:
+        if head & {"book", "books", "novel", "novels"}:
+            return lambda: choice(_BOOKS)
+        if head & {"company", "business", "merchant", "vendor", "supplier", "companies"}:
             return lambda: choice(_COMPANIES)
-        if head & {"city", "town"}:
+        if head & {"city", "town", "cities"}:
             return lambda: choice(_CITIES)
-        if not head or head & _PERSON_PREFIXES or name in ("owner", "holder", "customer"):
+        if name == "name" or head & _PERSON_PREFIXES or name in _PERSON_FIELDS:
             return person
     if words & {"city", "town"}:
         return lambda: choice(_CITIES)
@@ -311,7 +353,13 @@ def _str_generator(
         return lambda: f"https://example.com/{choice(_WORDS)}-{randrange(1, 1000)}"
     if words & {"description", "note", "notes", "comment", "reason", "message", "summary", "memo"}:
         return lambda: choice(_PHRASES)
-    if words & {"product", "item", "title"}:
+    if "title" in words:
+        if kind & {"book", "books", "novel", "novels"}:
+            return lambda: choice(_BOOKS)
+        if not kind & {"product", "products", "item", "items"}:
+            return lambda: choice(_TITLES)
+        return lambda: choice(_PRODUCTS)
+    if words & {"product", "item"}:
         return lambda: choice(_PRODUCTS)
     if "sku" in words:
         return lambda: f"SKU-{randrange(10000, 100000)}"
