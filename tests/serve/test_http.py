@@ -356,6 +356,28 @@ async def test_control_errors_quote_what_was_sent_short():
             assert len(answer.json()["error"]) < 400, (method, path)
 
 
+async def test_a_refused_clock_change_points_to_the_http_fork_and_restore():
+    async with running(rule_free_shop()) as server:
+        now = (await control(server.base, "GET", "clock")).json()["now"]
+        back = await control(server.base, "POST", "clock", json={"set": "2000-01-01T00:00:00Z"})
+        assert back.status_code == 400
+        assert back.json()["error"] == (
+            f"Expected a time at or after the world's clock, {now}. Instead, received: "
+            "2000-01-01T00:00:00Z. The virtual clock only moves forward; to go back, take a "
+            'snapshot before moving it (POST /faultbench/fork -> {"snapshot": ID}) and restore '
+            'it (POST /faultbench/restore {"snapshot": ID}).'
+        )
+        negative = await control(server.base, "POST", "clock", json={"advance": -30})
+        assert negative.json()["error"].startswith(
+            'Expected {"advance": SECONDS} with SECONDS >= 0. Instead, received: -30. '
+            "The virtual clock only moves forward; to go back, take a snapshot"
+        )
+        assert "world.restore" not in negative.json()["error"]  # no Python API over HTTP
+        assert (await control(server.base, "GET", "clock")).json()["now"] == now
+        naive = await control(server.base, "POST", "clock", json={"set": "2099-01-01T00:00:00"})
+        assert naive.json() == {"now": "2099-01-01T00:00:00Z"}  # no timezone: UTC
+
+
 async def test_unknown_endpoints_and_methods_answer_json():
     async with running(rule_free_shop()) as server:
         missing = await control(server.base, "GET", "snapshots")

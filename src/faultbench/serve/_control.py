@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -294,9 +294,24 @@ class Control:
         if request.method == "POST":
             body = await _body(request)
             if isinstance(body, dict) and set(body) == {"advance"}:
-                world.clock.advance(_seconds(body["advance"]))
+                seconds = _seconds(body["advance"])
+                if seconds < 0:
+                    raise ControlError(
+                        400,
+                        'Expected {"advance": SECONDS} with SECONDS >= 0. Instead, received: '
+                        f"{show_repr(body['advance'], 80)}. {_GO_BACK}",
+                    )
+                world.clock.advance(seconds)
             elif isinstance(body, dict) and set(body) == {"set"}:
-                world.clock.set(_datetime(body["set"]))
+                to, now = _datetime(body["set"]), world.clock.now()
+                to = to.replace(tzinfo=UTC) if to.tzinfo is None else to  # as clock.set reads it
+                if to < now:
+                    raise ControlError(
+                        400,
+                        f"Expected a time at or after the world's clock, {iso_time(now)}. "
+                        f"Instead, received: {iso_time(to)}. {_GO_BACK}",
+                    )
+                world.clock.set(to)
             else:
                 raise ControlError(
                     400,
@@ -353,6 +368,15 @@ class Control:
 def _last_seq(world: Any) -> int:
     events = world.events
     return events[-1].seq if len(events) else -1
+
+
+#: how an HTTP client goes back in time: the Python API's way (world.snapshot/restore) is not
+#: its to take
+_GO_BACK = (
+    "The virtual clock only moves forward; to go back, take a snapshot before moving it "
+    '(POST /faultbench/fork -> {"snapshot": ID}) and restore it '
+    '(POST /faultbench/restore {"snapshot": ID}).'
+)
 
 
 def _seconds(value: Any) -> float:
