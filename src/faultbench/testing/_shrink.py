@@ -150,7 +150,8 @@ class ShrinkResult:
         if self.verdict == "budget":
             only += f" (probe budget used up: may not be minimal, of {len(self.received)})"
         else:
-            only += f" (of {len(self.received)} faults)"
+            n = len(self.received)
+            only += f" (of {n} fault{'' if n == 1 else 's'})"
         return only
 
 
