@@ -8,6 +8,7 @@ size and side, wall clock, each figure the median of `--reps` batches:
 - list few     `list_orders` with a `customer` filter matching about 10 rows
 - pick+write   `orders.update(...)` then `orders.pick(customer=...)`: a read right after a
                write (the state just changed, so nothing cached from the last state helps)
+- pick after write  the `pick` of pick+write alone (the write untimed): the median call
 - scan pick    `orders.pick(status="refunded", total=...)` after a write: an unindexed
                `where` that stops at its first match
 - KB/record    tracemalloc's traced memory of the world (records, indexes, log) / n
@@ -141,6 +142,13 @@ def measure_size(n: int, reps: int) -> dict[str, float]:
             orders.update(ids[i % 4096], total=float(i))
             orders.pick(customer=custs[i % 4096])
 
+        def pick_only(i):
+            # the pick alone, timed right after an untimed write
+            orders.update(ids[i % 4096], total=float(i))
+            t = time.perf_counter()
+            orders.pick(customer=custs[i % 4096])
+            picked.append(time.perf_counter() - t)
+
         def scan_pick(i):
             orders.update(ids[i % 4096], total=float(i))
             orders.pick(status="refunded")
@@ -156,6 +164,10 @@ def measure_size(n: int, reps: int) -> dict[str, float]:
             fn(0)  # warm
             calls = _calls_for(_probe(fn))
             out[name] = _per_call(fn, calls, reps)
+        picked: list[float] = []
+        for i in range(_calls_for(out["pick_write"])):
+            pick_only(i)
+        out["pick_after_write"] = statistics.median(picked)
     return out
 
 
@@ -350,7 +362,7 @@ def plot(results, sides, sizes, path: Path) -> None:
         for key, label in [
             ("get", "get"),
             ("list_none", "list matching nothing"),
-            ("pick_write", "pick after a write"),
+            ("pick_after_write", "pick after a write"),
         ]:
             ys = [statistics.median(r[key] for r in results[(side, "size", n)]) for n in sizes]
             ax.plot(sizes, ys, styles[side], marker="o", label=f"{label} ({side})")
