@@ -30,11 +30,13 @@ over HTTP with one client.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import re
 import select
+import statistics
 import subprocess
 import sys
 import time
@@ -61,6 +63,8 @@ def bare_server():
         tools=[types.Tool(name=t.name, input_schema=t.input_schema) for t in world.tools]
     )
 
+    schemas = {t.name: t.input_schema for t in world.tools}
+
     async def list_tools(ctx, params):
         return listing
 
@@ -69,7 +73,14 @@ def bare_server():
             content=[types.TextContent(text=text)], structured_content=value
         )
 
-    return Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
+    # Like WorldServer: a tool's input schema straight from a dict, so the 2026-07-28 HTTP
+    # path's header validation does not run the tools/list handler on every call.
+    return Server(
+        "bare",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=schemas.get,
+    )
 
 
 def run_bare(transport: str) -> None:
@@ -100,19 +111,43 @@ def run_bare(transport: str) -> None:
 # --- clients ---------------------------------------------------------------------------------
 
 
-async def calls_per_second(target, n: int, mode: str = "auto") -> float:
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, from /proc/PID/stat (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids() -> list[int]:
+    """The processes this one has started and not yet reaped (Linux)."""
+    pids = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        with contextlib.suppress(OSError):
+            pids += [int(p) for p in (task / "children").read_text().split()]
+    return pids
+
+
+async def calls_per_second(target, n: int, mode: str = "auto", pid=None) -> tuple[float, float]:
+    """(calls/s, server CPU seconds per call or nan). `pid()` names the server process."""
     import mcp
 
     async with mcp.Client(target, mode=mode, read_timeout_seconds=30) as client:
         await client.list_tools()
         for _ in range(min(100, n)):  # warm up
             await client.call_tool(TOOL, ARGS)
+        server = pid() if pid is not None else None
+        cpu = process_cpu(server) if server else 0.0
         started = time.perf_counter()
         for _ in range(n):
             result = await client.call_tool(TOOL, ARGS)
         elapsed = time.perf_counter() - started
+        cpu = (process_cpu(server) - cpu) / n if server else float("nan")
     assert not result.is_error, result
-    return n / elapsed
+    return n / elapsed, cpu
+
+
+def stdio_child() -> int | None:
+    (pid,) = child_pids()  # the stdio server mcp.Client started
+    return pid
 
 
 def spawn_http(cmd: list[str]) -> tuple[subprocess.Popen, str]:
@@ -147,7 +182,7 @@ FAULTBENCH = [sys.executable, "-m", "faultbench.cli", "serve", str(WORLD), "--no
 BARE = [sys.executable, str(Path(__file__).resolve()), "--bare"]
 
 
-async def measure(transport: str, who: str, n: int) -> float:
+async def measure(transport: str, who: str, n: int) -> tuple[float, float]:
     from mcp import StdioServerParameters
 
     import faultbench
@@ -179,11 +214,12 @@ async def measure(transport: str, who: str, n: int) -> float:
         return await calls_per_second(server, n, mode)
     if transport == "stdio":
         cmd = [*BARE, "stdio"] if who == "bare" else FAULTBENCH
-        return await calls_per_second(StdioServerParameters(command=cmd[0], args=cmd[1:]), n)
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        return await calls_per_second(params, n, pid=stdio_child)
     cmd = [*BARE, "http"] if who == "bare" else [*FAULTBENCH, "--http", "--port", "0"]
     proc, url = spawn_http(cmd)
     try:
-        return await calls_per_second(url, n)
+        return await calls_per_second(url, n, pid=lambda: proc.pid)
     finally:
         stop(proc)
 
@@ -195,6 +231,7 @@ def main() -> None:
     parser.add_argument(
         "--only", action="append", help="measure only this transport (repeatable), e.g. http"
     )
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every round")
     parser.add_argument("--bare", choices=["stdio", "http"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare:
@@ -219,15 +256,25 @@ def main() -> None:
         f"# bench_serve: {platform.python_implementation()} {platform.python_version()}, "
         f"{platform.machine()}, {os.cpu_count()} CPUs, best of {rounds} round(s)"
     )
-    print(f"{'transport':<26}{'calls':>7}{'bare/s':>10}{'faultbench/s':>14}{'bare/fb':>9}  target")
+    print(
+        f"{'transport':<26}{'calls':>7}{'bare/s':>10}{'faultbench/s':>14}{'bare/fb':>9}"
+        f"{'bare cpu':>10}{'fb cpu':>10}{'fb/bare':>9}  target"
+    )
     for transport, n in plan:
         if args.only and transport not in args.only:
             continue
-        best = {"bare": 0.0, "faultbench": 0.0}
-        for _ in range(rounds):
-            for who in ("bare", "faultbench"):
-                best[who] = max(best[who], trio.run(measure, transport, who, n))
+        speed: dict[str, list[float]] = {"bare": [], "faultbench": []}
+        cpu: dict[str, list[float]] = {"bare": [], "faultbench": []}
+        for r in range(rounds):
+            order = ("bare", "faultbench") if r % 2 == 0 else ("faultbench", "bare")
+            for who in order:
+                rate, per_call = trio.run(measure, transport, who, n)
+                speed[who].append(rate)
+                cpu[who].append(per_call)
+        best = {who: max(rates) for who, rates in speed.items()}
         ratio = best["bare"] / best["faultbench"]
+        med_cpu = {who: statistics.median(v) for who, v in cpu.items()}
+        cpu_ratio = med_cpu["faultbench"] / med_cpu["bare"]
         if "World.call" in transport:
             target = "diagnostic: no acall batching"
         elif "serve only" in transport:
@@ -237,9 +284,27 @@ def main() -> None:
         else:
             floor = 1000 if transport == "stdio" else 500
             target = f">= {floor}/s: {'ok' if best['faultbench'] >= floor else 'MISSED'}"
+            if transport == "http":
+                target += f", cpu <= 1.30x: {'ok' if cpu_ratio <= 1.3 else 'MISSED'}"
         print(
-            f"{transport:<26}{n:>7}{best['bare']:>10.0f}{best['faultbench']:>14.0f}{ratio:>9.2f}  {target}"
+            f"{transport:<26}{n:>7}{best['bare']:>10.0f}{best['faultbench']:>14.0f}{ratio:>9.2f}"
+            f"{_us(med_cpu['bare']):>10}{_us(med_cpu['faultbench']):>10}{_x(cpu_ratio):>9}"
+            f"  {target}",
+            flush=True,
         )
+        if args.verbose:
+            for who in ("bare", "faultbench"):
+                rates = " ".join(f"{v:.0f}" for v in speed[who])
+                cpus = " ".join(_us(v) for v in cpu[who])
+                print(f"    {who:<11} calls/s per round: {rates}; server cpu/call: {cpus}")
+
+
+def _us(seconds: float) -> str:
+    return "-" if seconds != seconds else f"{seconds * 1e6:.0f}us"
+
+
+def _x(ratio: float) -> str:
+    return "-" if ratio != ratio else f"{ratio:.2f}x"
 
 
 if __name__ == "__main__":

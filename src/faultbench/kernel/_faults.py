@@ -35,6 +35,7 @@ from ._faultkinds import kind as fault_kind
 from ._faultrules import BY_ID, drawn_rule, effective_rule, fits
 from ._spec import ErrorRule, FaultRule, OperationSpec, RecordSpec
 
+_LOW64 = (1 << 64) - 1
 _UNIT = 1.0 / (1 << 53)  # 53 random bits -> a float in [0, 1), every value as likely
 
 __all__ = [
@@ -114,7 +115,7 @@ class FaultDecision(msgspec.Struct, frozen=True):
 class FaultPlan:
     """Decides faults for a world's calls. Pure: no clock reads, no shared random state."""
 
-    __slots__ = ("_active", "_merged", "enabled", "rules", "run", "seed")
+    __slots__ = ("_active", "_keys", "_merged", "enabled", "rules", "run", "seed")
 
     def __init__(
         self, rules: Mapping[str, FaultRule], seed: int, run: int, enabled: bool = True
@@ -126,6 +127,8 @@ class FaultPlan:
         self._merged: dict[str, FaultRule] = {}
         #: qualname -> does the merged rule do anything? (the fault-free path stays cheap)
         self._active: dict[str, bool] = {}
+        #: qualname -> the draw key up to k, encoded (`draws`)
+        self._keys: dict[str, bytes] = {}
 
     def rule_for(self, op: Target) -> FaultRule:
         """The rule the plan draws from for one operation: merged (default -> service.* ->
@@ -162,14 +165,19 @@ class FaultPlan:
     def draws(self, op: Target, k: int) -> tuple[float, float]:
         """The k-th call's two uniform draws in [0, 1) (error, then latency): a function of
         (seed, run, operation, k) only. Both come straight from one 16-byte BLAKE2b digest
-        (53 bits each, as `random.random()` has), which costs a seventh of seeding a
+        (53 bits of each half, as `random.random()` has), which costs a seventh of seeding a
         `random.Random` per call."""
-        key = f"faultbench-fault-v2\x1f{self.seed}\x1f{self.run}\x1f{op.qualname}\x1f{k}"
-        digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
-        return (
-            (int.from_bytes(digest[:8], "big") >> 11) * _UNIT,
-            (int.from_bytes(digest[8:], "big") >> 11) * _UNIT,
-        )
+        return self._draws(op.qualname, k)
+
+    def _draws(self, qualname: str, k: int) -> tuple[float, float]:
+        prefix = self._keys.get(qualname)
+        if prefix is None:
+            key = f"faultbench-fault-v2\x1f{self.seed}\x1f{self.run}\x1f{qualname}\x1f"
+            prefix = self._keys[qualname] = key.encode()
+        digest = hashlib.blake2b(prefix + b"%d" % k, digest_size=16).digest()
+        # bits 127..75 are the top 53 of the first 8 bytes; bits 63..11 those of the last 8
+        x = int.from_bytes(digest, "big")
+        return (x >> 75) * _UNIT, ((x & _LOW64) >> 11) * _UNIT
 
     def decide(
         self,
@@ -194,11 +202,15 @@ class FaultPlan:
         random draws (error, then latency) are always taken, so whichever of these decides,
         the latency of call k is the same.
         """
-        if not self.may_fault(op):
+        qualname = op.qualname
+        active = self._active.get(qualname) if self.enabled else False
+        if active is None:
+            active = self.may_fault(op)
+        if not active:
             return None
-        rule = self._merged[op.qualname]
+        rule = self._merged[qualname]
 
-        u_error, u_latency = self.draws(op, k)
+        u_error, u_latency = self._draws(qualname, k)
         latency_s = _latency_s(rule, u_latency)
 
         chosen: ErrorRule | None = None
