@@ -127,13 +127,13 @@ def test_input_larger_than_the_limit_is_refused_without_reading_it_all():
 
 def test_rows_are_limited_per_world_not_only_per_record():
     text = "name: big\nservices:\n" + "".join(
-        f"  s{i}:\n    records:\n      r{i}: {{ x: str }}\n    seed: {{ count: 400000 }}\n"
+        f"  s{i}:\n    records:\n      r{i}: {{ x: str }}\n    seed: {{ count: 800000 }}\n"
         for i in range(3)
     )
     (error,) = errors_of(text)
     assert error == (
-        "<w>:14:5: the seed of service 's2' brings the world to 1_200_000 seed rows; expected "
-        "at most 1_000_000 in a whole world; lower the counts"
+        "<w>:14:5: the seed of service 's2' brings the world to 2_400_000 seed rows; expected "
+        "at most 2_000_000 in a whole world; lower the counts"
     )
 
 
