@@ -4,7 +4,8 @@ of this name on PyPI), attest-ai 0.9.0 and this checkout, in one table (issue 13
 Standalone and slow (minutes; it installs packages), never run in CI. It makes throwaway
 virtual environments under a temporary directory with `python -m venv` + pip:
 
-- `this`:   this checkout, `pip install <checkout> pytest anyio`: what a user gets
+- `this`:   this checkout, `pip install <checkout> pytest anyio`: what a user gets (with
+            `--keep`, reinstalled from the checkout on every run: `--force-reinstall --no-deps`)
 - `fb011`:  `faultbench==0.1.1 pytest`
 - `attest`: `attest-ai==0.9.0`
 - `bare`:   a bare low-level mcp SDK server with the same tool (benchmarks/bench_serve.py's,
@@ -17,9 +18,11 @@ repetitions, with the range over repetitions in brackets; `ratio` is this / peer
 1. suite: a 20-run pytest suite (orders and refunds, `latency_ms: [50, 200]` on every
    operation, `timeout: 0.1` on `issue_refund`, a scripted agent making 5-6 calls per run
    through the in-process MCP server with the official `mcp.Client`): whole-process wall and
-   CPU time (pytest start-up included), and the virtual seconds charged. faultbench 0.1.1 uses
-   its pytest plugin (`runs(20)`); this checkout has no plugin yet, so its suite is the same
-   test with `pytest.mark.parametrize("run", range(20))` and `load_world(run=...)`.
+   CPU time (pytest start-up included), and the virtual seconds charged. Both sides use their
+   pytest plugin with the same test: `world("world_faults.yaml")`, the faults of that file
+   (0.1.1: `faults("world_faults.yaml")`; this checkout: `faults()`, the world file's own
+   block), `runs(20)`, fixtures `world` and `mcp_server`. This checkout's plugin runs with
+   `--faultbench-no-early-stop`, so all 20 runs run.
 2. calls/s of `get_order` through `mcp.Client`, one client, sequential: in-process, stdio and
    streamable HTTP, faults off and with `latency_ms: [50, 200]` on (faultbench 0.1.1 sleeps
    through latency, so it gets fewer calls), warm; for stdio/HTTP also the server process's CPU
@@ -28,13 +31,18 @@ repetitions, with the range over repetitions in brackets; `ratio` is this / peer
    median of 30 more (warm).
 4. attest-ai's workloads: 100 calls of a function under `fault_inject(error_rate=0.1,
    latency_jitter_ms=200, seed=42)` and `repeat(20)` over a 3-turn `scenario` (fault latency
-   jitter 200 ms, seed 42). faultbench's simulation API is not written yet (another issue), so
-   this checkout's rows say so.
+   jitter 200 ms, seed 42), beside this checkout's simulation API (`faultbench.testing`) doing
+   the same as benchmarks/bench_simulation.py: the same `fault_inject` over 100 calls in a
+   current world with no records (`using_world`; errors are `InjectedFault`), and
+   `repeat(20, seed=42)` over a 3-turn `scenario` with a scripted user whose agent calls a
+   `fault_inject(latency_jitter_ms=200)` function once a turn. attest sleeps through latency;
+   faultbench moves the virtual clock, whose seconds are reported beside the wall time.
 5. determinism: 8 concurrent `call_tool`s through one in-process `mcp.Client` (faults on),
    repeated 20 times with one seed: how many distinct call logs (faultbench 0.1.1: its
    recorder's calls in order; this checkout: the JSON Lines event log).
 6. import time of `faultbench`, `faultbench.serve` (0.1.1: `faultbench.server`) and the
-   pytest plugin (0.1.1: `faultbench.pytest_plugin`), a fresh process each, `-X importtime`'s
+   pytest plugin (`faultbench.testing.plugin`; 0.1.1: `faultbench.pytest_plugin`), a fresh
+   process each, `-X importtime`'s
    cumulative microseconds of the top-level module; and `pytest --co` of an empty test file
    in each environment and in this project's own development environment (uv's `.venv`,
    which adds the dev plugins: pytest-trio imports hypothesis), with and without pytest-trio.
@@ -109,16 +117,15 @@ async def agent(target):
 SUITE_THIS = (
     """
 import os, anyio, pytest
-from faultbench import load_world
-from faultbench.serve import build_server
 """
     + AGENT
     + """
-@pytest.mark.parametrize("run", range(20))
-def test_refund(run):
-    world = load_world("world_faults.yaml", run=run)
+@pytest.mark.world("world_faults.yaml")
+@pytest.mark.faults()
+@pytest.mark.runs(20)
+def test_refund(world, mcp_server):
     start = world.clock.now()
-    anyio.run(agent, build_server(world))
+    anyio.run(agent, mcp_server)
     assert len(world.refunds.where(order_id="3")) == 1
     with open(os.environ["VIRTUAL_OUT"], "a") as f:
         f.write(f"{(world.clock.now() - start).total_seconds()}\\n")
@@ -284,7 +291,46 @@ def load():
     warm.sort()
     return {"cold_s": cold, "warm_s": warm[len(warm) // 2]}
 
+def this_work(which):
+    # benchmarks/bench_simulation.py's two workloads
+    import faultbench
+    from faultbench import InjectedFault
+    from faultbench.kernel import World, empty_spec
+    from faultbench.testing import fault_inject, repeat, scenario
+    if which == "fault_inject":
+        @fault_inject(error_rate=0.1, latency_jitter_ms=200, seed=42)
+        def lookup(city):
+            return city
+        world = World.from_spec(empty_spec())
+        t = time.perf_counter(); c = time.process_time()
+        errors = 0
+        with faultbench.using_world(world):
+            for i in range(100):
+                try:
+                    lookup(str(i))
+                except InjectedFault:
+                    errors += 1
+        wall, cpu_s = time.perf_counter() - t, time.process_time() - c
+        virtual = (world.clock.now() - world.spec.clock_start).total_seconds()
+        return {"wall_s": wall, "cpu_s": cpu_s, "virtual_s": virtual, "errors": errors}
+    @fault_inject(latency_jitter_ms=200)
+    def think(text):
+        return text.upper()
+    @repeat(20, seed=42)
+    @scenario(user=["Hello", "Where is my order?", "Thanks"], max_turns=3)
+    def conversation(conv):
+        return think(conv.message)
+    t = time.perf_counter(); c = time.process_time()
+    result = conversation()
+    wall, cpu_s = time.perf_counter() - t, time.process_time() - c
+    virtual = sum((r.world.clock.now() - r.world.spec.clock_start).total_seconds()
+                  for r in result.results)
+    return {"wall_s": wall, "cpu_s": cpu_s, "virtual_s": virtual, "runs": result.count,
+            "passed": result.passed}
+
 def attest_work(which):
+    if side == "this":
+        return this_work(which)
     from attest.simulation import FRIENDLY_USER, fault_inject, repeat, scenario
     from attest.result import AgentResult
     from attest._proto.types import Trace
@@ -366,6 +412,12 @@ def make_envs(base: Path) -> dict[str, Path]:
                 [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs],
                 check=True,
             )
+        elif name == "this":
+            # a kept environment still gets this checkout's current code
+            print(f"# reinstalling this checkout into {env}", flush=True)
+            pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+            subprocess.run([*pip, *reqs], check=True)
+            subprocess.run([*pip, "--force-reinstall", "--no-deps", str(ROOT)], check=True)
         pythons[name] = py
     return pythons
 
@@ -421,8 +473,9 @@ def suite(py: Path, work: Path, side: str) -> dict:
     virtual.write_text("")
     env = dict(os.environ, VIRTUAL_OUT=str(virtual))
     env.pop("PYTHONPATH", None)
+    extra = ["--faultbench-no-early-stop"] if side == "this" else []
     out = run_process(
-        [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)], work, env
+        [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, str(test)], work, env
     )
     out["virtual_s"] = sum(float(v) for v in virtual.read_text().split()) if side == "this" else 0
     return out
@@ -571,10 +624,27 @@ def main() -> None:
                     if which == "fault_inject"
                     else "repeat(20) x 3-turn scenario"
                 )
-                r = child(pythons["attest"], work, "attest", "attest", which)
-                add("4 attest", what + ": wall", "s", "attest", r.get("wall_s"))
-                add("4 attest", what + ": CPU", "s", "attest", r.get("cpu_s"))
-                add("4 attest", what + ": wall", "s", "this", "not yet in faultbench")
+                for side in order(["this", "attest"], rep):
+                    r = child(pythons[side], work, side, "attest", which)
+                    if "error" in r:
+                        print(f"#   attest {which} {side}: {r['error']}")
+                    add("4 attest", what + ": wall", "s", side, r.get("wall_s", "failed"))
+                    add("4 attest", what + ": CPU", "s", side, r.get("cpu_s", "failed"))
+                    add(
+                        "4 attest",
+                        what + ": virtual time charged",
+                        "s",
+                        side,
+                        r.get("virtual_s", "sleeps"),
+                    )
+                    count = r.get("errors") if which == "fault_inject" else r.get("runs")
+                    add(
+                        "4 attest",
+                        what + (": errors" if which == "fault_inject" else ": runs"),
+                        "",
+                        side,
+                        count,
+                    )
         if "determinism" in only:
             for side in order(["this", "fb011"], rep):
                 r = child(pythons[side], work, side, "determinism")
@@ -590,7 +660,9 @@ def main() -> None:
             for side in order(["this", "fb011"], rep):
                 py = pythons[side]
                 serve = "faultbench.serve" if side == "this" else "faultbench.server"
-                plugin = "faultbench.testing" if side == "this" else "faultbench.pytest_plugin"
+                plugin = (
+                    "faultbench.testing.plugin" if side == "this" else "faultbench.pytest_plugin"
+                )
                 add("6 import", "faultbench", "ms", side, import_time(py, "faultbench"))
                 add("6 import", "faultbench.serve(r)", "ms", side, import_time(py, serve))
                 add(
@@ -598,7 +670,7 @@ def main() -> None:
                     "pytest plugin",
                     "ms",
                     side,
-                    import_time(py, plugin) or "no plugin yet",
+                    import_time(py, plugin),
                 )
                 add(
                     "6 pytest --co",
