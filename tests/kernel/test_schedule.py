@@ -519,6 +519,21 @@ def test_the_package_uses_no_private_api_of_trio_or_asyncio():
     assert problems == []
 
 
+#: a private module of another package (`yaml._yaml`, `mcp.shared._x`, `_pytest.x`)
+PRIVATE_MODULE_IMPORT = re.compile(
+    r"^\s*(?:from|import)\s+(?!faultbench\b)((?:\w+\.)*_[A-Za-z]\w*)(?:\s|\.|$)", re.M
+)
+
+
+def test_the_package_imports_no_private_module_of_a_dependency():
+    problems = [
+        f"{path.relative_to(SRC)}: {m.group(1)}"
+        for path in sources()
+        for m in PRIVATE_MODULE_IMPORT.finditer(path.read_text())
+    ]
+    assert problems == []
+
+
 def test_the_kernel_imports_no_event_loop_library():
     problems = [
         f"{path.relative_to(SRC)}: {m.group(0).strip()}"

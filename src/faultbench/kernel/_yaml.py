@@ -89,16 +89,16 @@ class _PyComposer(Reader, Scanner, Parser, Composer, _CachedResolver):
         Resolver.__init__(self)
 
 
-try:
-    from yaml._yaml import CParser
-
-    class _CComposer(CParser, _CachedResolver):
+if yaml.__with_libyaml__:
+    # `yaml.CBaseLoader` is pyyaml's public face of libyaml's parser; only its composing half
+    # is used here (nodes with marks), with our resolver in place of the base one.
+    class _CComposer(yaml.CBaseLoader, _CachedResolver):
         def __init__(self, stream: str):
-            CParser.__init__(self, stream)
+            yaml.CBaseLoader.__init__(self, stream)
             Resolver.__init__(self)
 
     _COMPOSERS: tuple[type, ...] = (_CComposer, _PyComposer)
-except ImportError:  # pyyaml built without libyaml
+else:  # pyyaml built without libyaml
     _COMPOSERS = (_PyComposer,)
 
 
