@@ -70,6 +70,10 @@ RETURNED_TYPES = {
 #: world file readers, the event union a decoder takes, seed rows and fault rules of a spec
 #: without a World, and the kernel's one way to write times, values and hints.
 SHELL_NAMES = {
+    # a run's faults read back from its log as script entries (shrinking)
+    "FaultPin",
+    "faults_received",
+    "pin_block",
     "FAULT_KINDS",
     "FaultKind",
     "fault_kind",

@@ -60,6 +60,9 @@ from ._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._inject import InjectionPlan as InjectionPlan
 from ._log import EventLog as EventLog
 from ._names import did_you_mean as did_you_mean
+from ._pins import FaultPin as FaultPin
+from ._pins import faults_received as faults_received
+from ._pins import pin_block as pin_block
 from ._reducer import apply as apply
 from ._replay import replay as replay
 from ._results import CallResult as CallResult
@@ -120,6 +123,7 @@ __all__ = [
     "EventLog",
     "FaultInjected",
     "FaultKind",
+    "FaultPin",
     "FaultbenchError",
     "FaultsChanged",
     "FaultsDisabled",
@@ -162,6 +166,7 @@ __all__ = [
     "empty_spec",
     "encode_events",
     "fault_kind",
+    "faults_received",
     "format_value",
     "generate_rows",
     "iso_time",
@@ -171,6 +176,7 @@ __all__ = [
     "operation_args",
     "parse_duration",
     "parse_faults",
+    "pin_block",
     "render_faults",
     "replay",
     "show_repr",
