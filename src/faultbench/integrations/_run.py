@@ -107,6 +107,17 @@ def _is_faultbench_serve(argv: list[str]) -> bool:
     return "serve" in names and any(n in ("faultbench", "faultbench.cli") for n in names)
 
 
+def _served_file(argv: list[str]) -> str | None:
+    """The WORLD of `... faultbench serve WORLD [options]`, if it names a file."""
+    names = [Path(a).name for a in argv]
+    if "serve" not in names:
+        return None
+    for arg in argv[names.index("serve") + 1 :]:
+        if not arg.startswith("-"):
+            return arg if os.path.isfile(arg) else None
+    return None
+
+
 # --- reading the world's side of a run ------------------------------------------------------
 
 
@@ -165,6 +176,8 @@ class Observed:
             return
         events = decode_events(path.read_bytes())
         self.trace = Trace(events)
-        first = events[0] if events else None
-        if isinstance(first, WorldCreated) and first.path and os.path.exists(first.path):
-            self.world = replay(first.path, events)
+        # The world file is the one the command serves (a log is data: never load the file it
+        # names); replay checks the log was written with it.
+        world_file = _served_file(self.target.argv) if isinstance(self.target, Stdio) else None
+        if events and isinstance(events[0], WorldCreated) and world_file is not None:
+            self.world = replay(world_file, events)
