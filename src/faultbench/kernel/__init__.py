@@ -56,6 +56,8 @@ from ._faultkinds import KINDS as FAULT_KINDS
 from ._faultkinds import FaultKind as FaultKind
 from ._faultkinds import kind as fault_kind
 from ._faults import effective_rule as effective_rule
+from ._incall import ToolCharges as ToolCharges
+from ._incall import running_call as running_call
 from ._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._inject import InjectionPlan as InjectionPlan
 from ._log import EventLog as EventLog
@@ -147,6 +149,7 @@ __all__ = [
     "Table",
     "Tool",
     "ToolCallError",
+    "ToolCharges",
     "Trace",
     "UnknownTool",
     "VirtualClock",
@@ -179,6 +182,7 @@ __all__ = [
     "pin_block",
     "render_faults",
     "replay",
+    "running_call",
     "show_repr",
     "using_world",
 ]

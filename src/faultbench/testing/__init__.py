@@ -9,17 +9,25 @@ so installing faultbench is enough::
     @pytest.mark.min_pass_rate(0.9)
     async def test_refund(world, mcp_server): ...
 
-The simulation API (`repeat`, `fault_inject`, `mock_tool`, `MockToolRegistry`, personas and
-`scenario`) works outside pytest too; see docs/SIMULATION.md.
+The simulation API (`repeat`, `fault_inject`, `mock_tool`, `MockToolRegistry`, personas,
+`scenario`, and Attest's `ScenarioConfig`, `AgentResult`, `TraceBuilder` and `expect`) works
+outside pytest too; see docs/SIMULATION.md.
 
 The plugin imports pytest and faultbench's kernel only (no mcp, trio or anyio: the fixtures
 that serve a world import `faultbench.serve` when a test asks for them); the rest of this
 package imports no pytest. See docs/TESTING.md.
 """
 
+from ._agentresult import AgentResult as AgentResult
+from ._agentresult import AgentTrace as AgentTrace
+from ._agentresult import Step as Step
+from ._agentresult import TraceBuilder as TraceBuilder
+from ._expect import Expectation as Expectation
+from ._expect import expect as expect
 from ._handles import Faults as Faults
 from ._handles import LiveTrace as LiveTrace
 from ._inject import Injected as Injected
+from ._inject import InjectedError as InjectedError
 from ._inject import fault_inject as fault_inject
 from ._mocks import MockTool as MockTool
 from ._mocks import MockToolRegistry as MockToolRegistry
@@ -50,6 +58,7 @@ from ._stats import decide as decide
 from ._stats import pass_hat_k as pass_hat_k
 from ._stats import required_passes as required_passes
 from ._stats import wilson_interval as wilson_interval
+from ._turns import ScenarioConfig as ScenarioConfig
 
 __all__ = [
     "ADVERSARIAL_USER",
@@ -57,10 +66,14 @@ __all__ = [
     "COOPERATIVE_USER",
     "FRIENDLY_USER",
     "AgentReply",
+    "AgentResult",
+    "AgentTrace",
     "Conversation",
+    "Expectation",
     "Faults",
     "Gate",
     "Injected",
+    "InjectedError",
     "LLMUser",
     "LiveTrace",
     "Message",
@@ -71,13 +84,17 @@ __all__ = [
     "Run",
     "RunInfo",
     "RunOutcome",
+    "ScenarioConfig",
     "ScenarioResult",
     "ScriptedUser",
     "SimulatedUser",
+    "Step",
+    "TraceBuilder",
     "Turn",
     "current_run",
     "decide",
     "derive_seed",
+    "expect",
     "fault_inject",
     "mock_tool",
     "pass_hat_k",
