@@ -27,10 +27,11 @@ the operating system; given that order, every call's result is deterministic.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Protocol, TypeVar, cast
 
 from ._events import Event
 from ._incall import running_call
@@ -41,7 +42,8 @@ from ._state import State
 
 class Store(Protocol):
     """What tables and the clock read and write through: a `Book`, a `Draft` or a handler's
-    transaction."""
+    transaction. `lock` is held around a write's read-decide-emit (the book's lock; a draft,
+    which one call owns, has none to take)."""
 
     @property
     def state(self) -> State: ...
@@ -49,13 +51,37 @@ class Store(Protocol):
     @property
     def call_id(self) -> str | None: ...
 
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
     def emit(self, event: Event) -> None: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def atomic(method: F) -> F:
+    """A table or clock write that reads its store's state, decides an event from it and
+    emits it, done under the store's lock, so another thread cannot write in between."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._store.lock:
+            return method(self, *args, **kwargs)
+
+    return cast("F", run)
+
+
+_NO_LOCK = nullcontext()
 
 
 class Draft:
     """Events decided on top of `base`, not yet in any log. `state` is where they lead."""
 
     __slots__ = ("base", "call_id", "pending", "state")
+
+    #: a draft belongs to the one call deciding it: nothing to lock
+    lock: AbstractContextManager[Any] = _NO_LOCK
 
     def __init__(self, base: State, call_id: str | None = None):
         self.base = base

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ._book import atomic
 from ._errors import RecordError, RecordNotFound
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._names import did_you_mean
@@ -294,6 +295,7 @@ class Table:
 
     # --- writes ------------------------------------------------------------------------------
 
+    @atomic
     def insert(self, **fields: Any) -> Record:
         """Create a record. `id` is optional: automatic ids are "1", "2", ... after the largest
         numeric id the table has seen. Returns the new record."""
@@ -321,6 +323,7 @@ class Table:
         self._write(RecordCreated, rid, fields=data)
         return Record(self.name, data)
 
+    @atomic
     def update(self, id: str | int | None = None, /, **fields: Any) -> Record:
         """Change some fields of an existing record; returns the record as it now is.
         `update("1", status="shipped")` and `update(id="1", status="shipped")` both work."""
@@ -352,6 +355,7 @@ class Table:
         self._write(RecordUpdated, rid, changes=changes, old=before)
         return Record(self.name, self._store.state.tables[self.name][rid])
 
+    @atomic
     def delete(self, id: str | int) -> Record:
         """Remove a record; returns it as it was."""
         rid = _as_id(id)
