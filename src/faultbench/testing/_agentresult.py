@@ -10,7 +10,8 @@ call is logged, faulted and traced like any other and its value becomes the step
 A failed call is recorded with its error and raised, as the mock's own exception would be.
 
 `AgentResult.of(value)` reads what an agent function returned (an `AgentResult`, a string,
-a framework's run result with `output` and `usage()`) into one; `expect(result)` asserts on
+a framework's run result with `output` and its usage, an integration's `AgentRun` with its
+world calls and error) into one; `expect(result)` asserts on
 it (`_expect.py`).
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from faultbench.kernel import CallResult, InjectedFault, ToolCallError, current_world
+from faultbench.kernel import CallResult, InjectedFault, ToolCallError, Trace, current_world
 
 __all__ = ["AgentResult", "AgentTrace", "Step", "TraceBuilder"]
 
@@ -248,6 +249,9 @@ class AgentResult:
             return value
         if isinstance(value, AgentTrace):
             return cls(value, turn=turn)
+        world_trace = getattr(value, "trace", None)
+        if isinstance(world_trace, Trace) and not calls:  # an integration's AgentRun
+            calls = world_trace.calls
         steps = tuple(
             Step(
                 "tool_call",
@@ -264,6 +268,9 @@ class AgentResult:
         if usage:
             trace = AgentTrace(**{**trace.__dict__, **usage})
         passed = value if isinstance(value, bool) else _passed_attr(value)
+        error = getattr(value, "error", None)
+        if isinstance(error, BaseException):  # a failed AgentRun says what ended it
+            return cls(trace, passed=False, error=error, turn=turn, value=value)
         return cls(trace, passed=passed, turn=turn, value=value)
 
 
@@ -287,11 +294,27 @@ def _read_run(value: Any) -> tuple[str | None, dict[str, Any]]:
             text = str(out)
             break
     usage: dict[str, Any] = {}
-    read = getattr(value, "usage", None)
-    info = read() if callable(read) else read
-    tokens = getattr(info, "total_tokens", None)
-    if isinstance(tokens, int) and not isinstance(tokens, bool):
+    tokens = _total_tokens(value)
+    if tokens is None:  # an integration's AgentRun: its framework's result
+        tokens = _total_tokens(getattr(value, "result", None))
+    if tokens is not None:
         usage["total_tokens"] = tokens
     if text is None:
         text = str(value)
     return text, usage
+
+
+def _total_tokens(result: Any) -> int | None:
+    """The tokens a framework's run result used: Pydantic AI's `usage()`, the Agents SDK's
+    `context_wrapper.usage`."""
+    if result is None:
+        return None
+    read = getattr(result, "usage", None)
+    if read is None:
+        read = getattr(getattr(result, "context_wrapper", None), "usage", None)
+    # a usage object (Pydantic AI 2's `usage` property), else a method returning one
+    info = read() if callable(read) and not hasattr(read, "total_tokens") else read
+    tokens = getattr(info, "total_tokens", None)
+    if isinstance(tokens, int) and not isinstance(tokens, bool):
+        return tokens
+    return None
