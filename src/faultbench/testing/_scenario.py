@@ -145,8 +145,15 @@ class ScenarioResult:
     passed: bool = True
     #: the parameters the scenario ran with (Attest's `ScenarioResult.config`)
     config: ScenarioConfig | None = None
-    #: one `AgentResult` per turn (Attest's `ScenarioResult.results`)
-    results: list[AgentResult] = field(default_factory=list)
+    #: one `AgentResult` per turn; None: made from `turns` when first read
+    turn_results: list[AgentResult] | None = field(default=None, repr=False)
+
+    @property
+    def results(self) -> list[AgentResult]:
+        """One `AgentResult` per turn (Attest's `ScenarioResult.results`)."""
+        if self.turn_results is None:
+            self.turn_results = [_turn_result(t) for t in self.turns]
+        return self.turn_results
 
     @property
     def failed_turns(self) -> list[AgentResult]:
@@ -171,6 +178,13 @@ class ScenarioResult:
             if t.reply is not None:
                 lines.append(f"      agent: {t.reply}")
         return "\n".join(lines)
+
+
+def _turn_result(t: Turn) -> AgentResult:
+    r = AgentResult.of(t.reply, turn=t.index, calls=t.tool_calls)
+    if t.error is not None:
+        return AgentResult(r.trace, passed=False, error=t.error, turn=t.index)
+    return r
 
 
 def _call_line(calls: list[CallResult]) -> str:
@@ -473,15 +487,8 @@ class _State:
         return False
 
     def result(self) -> ScenarioResult:
-        results = []
-        for t in self.turns:
-            r = AgentResult.of(t.reply, turn=t.index, calls=t.tool_calls)
-            if t.error is not None:
-                r = AgentResult(r.trace, passed=False, error=t.error, turn=t.index)
-            results.append(r)
         return ScenarioResult(
             config=self.setup.config,
-            results=results,
             turns=self.turns,
             transcript=self.transcript,
             world=self.world,

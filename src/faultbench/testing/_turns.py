@@ -152,7 +152,7 @@ class _Turns:
                 error=error,
                 passed=not failed,
                 config=self.setup.config,
-                results=self.results,
+                turn_results=self.results,
             )
         )
 
