@@ -285,3 +285,20 @@ def test_same_seed_same_faults_across_processes_and_whatever_ran_first():
     }
     assert len(outs) == 1
     assert outs.pop().strip() not in ("[]", str(list(range(20))))
+
+
+def test_turn_faults_name_the_function_of_each_decorated_scenario():
+    always = scenario(fault_error_rate=1.0, max_turns=1)
+
+    @always
+    def first():
+        return "never runs"
+
+    @always
+    def second():
+        return "never runs"
+
+    assert str(first().error) == "Injected fault in first (turn 1 of 1)"
+    assert str(second().error) == "Injected fault in second (turn 1 of 1)"
+    with pytest.raises(ValueError, match="fault_error_rate"):
+        scenario(fault_error_rate=1.5)

@@ -15,6 +15,7 @@ conversation runs, so `fault_inject` charges it.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import os
@@ -338,7 +339,7 @@ def scenario(
     - `max_turns`: user messages at most. `seed`: the world's seed (default: the file's).
     - `check(result)`: decides `passed` (return False or raise to fail the conversation).
     """
-    setup = _Setup(
+    shared = _Setup(
         persona,
         mock_tools,
         faults,
@@ -354,6 +355,7 @@ def scenario(
     def decorate(agent: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(agent):
             raise TypeError(f"Expected an agent function. Instead, received: {agent!r}")
+        setup = copy.copy(shared)  # the turn faults are named after this function
         setup.turn_faults = TurnFaults(
             fault_error_rate, fault_latency_jitter_ms, getattr(agent, "__name__", "agent")
         )
