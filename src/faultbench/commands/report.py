@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from faultbench.testing._html import write_report
-    from faultbench.testing._sessionfile import read_session
+    from faultbench.testing._artifacts._html import write_report
+    from faultbench.testing._artifacts._sessionfile import read_session
 
     directory = Path(args.events_dir)
     try:

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ._names import did_you_mean
-from ._show import show_repr
+from ._text._names import did_you_mean
+from ._text._show import show_repr
 
 
 class FaultbenchError(Exception):
