@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from faultbench.kernel._faults._kinds import ERROR_KINDS
 from faultbench.kernel._faults._plan import FaultPlan
-from faultbench.kernel._spec._types import ERROR_KINDS
 from faultbench.kernel.lowlevel import load_spec, parse_faults
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FAULTS.md"

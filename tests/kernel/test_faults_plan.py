@@ -13,15 +13,8 @@ import msgspec
 import pytest
 
 from faultbench.kernel._faults._plan import FaultDecision, FaultPlan, created_field
-from faultbench.kernel._spec._types import (
-    ErrorRule,
-    FaultRule,
-    FieldSpec,
-    Latency,
-    OperationSpec,
-    RateLimit,
-    RecordSpec,
-)
+from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency, RateLimit
+from faultbench.kernel._spec._types import FieldSpec, OperationSpec, RecordSpec
 from faultbench.kernel.lowlevel import effective_rule
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -86,7 +79,8 @@ def test_decisions_are_identical_across_processes_with_different_hash_seeds():
         from datetime import datetime, timezone
         import msgspec
         from faultbench.kernel._faults._plan import FaultPlan
-        from faultbench.kernel._spec._types import ErrorRule, FaultRule, Latency, OperationSpec
+        from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency
+        from faultbench.kernel._spec._types import OperationSpec
         rules = {
             "default": FaultRule(latency=Latency("lognormal", p50_ms=80, p99_ms=900)),
             "payments.issue_refund": FaultRule(

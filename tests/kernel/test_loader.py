@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from faultbench.kernel import WorldFileError
+from faultbench.kernel._faults._types import ErrorRule, Latency, RateLimit
 from faultbench.kernel._spec._reader import merged_rule
-from faultbench.kernel._spec._types import DEFAULT_CLOCK_START, ErrorRule, Latency, RateLimit
+from faultbench.kernel._spec._types import DEFAULT_CLOCK_START
 from faultbench.kernel.lowlevel import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from faultbench.kernel import WorldFileError
+from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency, RateLimit
 from faultbench.kernel._spec._reader import merged_rule
-from faultbench.kernel._spec._types import ErrorRule, FaultRule, Latency, RateLimit
 from faultbench.kernel.lowlevel import load_spec, parse_duration, parse_faults
 
 WORLD = """\

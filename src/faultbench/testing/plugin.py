@@ -23,10 +23,7 @@ from typing import Any
 import pytest
 
 from ._gate._report import Group, Tally, render_group
-from ._gate._stats import decided, pass_hat_k
-from ._plugin._handles import Faults, LiveTrace
-from ._plugin._outputs import Outputs, add_output_options, faults_override
-from ._plugin._runs import (
+from ._gate._runs import (
     FILE_FAULTS,
     MARKERS,
     RUN_PARAM,
@@ -36,6 +33,9 @@ from ._plugin._runs import (
     group_of,
     run_id,
 )
+from ._gate._stats import decided, pass_hat_k
+from ._plugin._handles import Faults, LiveTrace
+from ._plugin._outputs import Outputs, add_output_options, faults_override
 
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()

@@ -57,7 +57,8 @@ from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 
 if TYPE_CHECKING:
-    from .._spec._types import FaultRule, WorldSpec
+    from .._faults._types import FaultRule
+    from .._spec._types import WorldSpec
     from .._store._book import Book
     from .._store._state import Settings, State
 
@@ -151,7 +152,7 @@ def parse_rules(
 ) -> dict[str, FaultRule]:
     """Fault rules from a `faults:` block (YAML text or plain objects), or parsed FaultRules
     as they are; raises WorldFileError."""
-    from .._spec._types import FaultRule
+    from .._faults._types import FaultRule
 
     if isinstance(rules, Mapping) and all(isinstance(v, FaultRule) for v in rules.values()):
         return dict(rules)

@@ -53,13 +53,19 @@ Nothing waits in real time.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from . import _loops
+from ._results import CallResult
 
-if TYPE_CHECKING:
-    from .._world._world import World
-    from ._results import CallResult
+
+class World(Protocol):
+    """What batching needs of a `World` (which is built on top of this module): its two ways
+    of running calls."""
+
+    def call(self, tool: str, args: Any = None) -> CallResult: ...
+    def call_together(self, calls: Sequence[tuple[str, Any]]) -> list[CallResult]: ...
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from .._errors import InjectedFault
-from .._spec._types import ErrorRule, FaultRule, Latency
 from ._kinds import KINDS
 from ._plan import FaultDecision, FaultPlan, FaultTarget
+from ._types import ErrorRule, FaultRule, Latency
 
 __all__ = ["INJECTABLE_KINDS", "InjectionPlan"]
 

@@ -14,15 +14,14 @@ of a rule in this order (`ERROR_KINDS`), so a new kind goes at the end.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
 from .._errors import not_found_text
 
 if TYPE_CHECKING:
-    from .._spec._types import FaultRule
-    from ._plan import FaultDecision
+    from ._types import FaultRule
 
 __all__ = [
     "APPLIES_TO",
@@ -50,9 +49,20 @@ EFFECTS: dict[str, bool] = {
     "duplicate": False,  # the write applied `1 + times` times; the first answer
 }
 
+
+class Decision(Protocol):
+    """What a message reads of a decision (a `FaultDecision`, which `_plan.py` defines on top
+    of this registry)."""
+
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def retry_after_s(self) -> float | None: ...
+
+
 #: (what the agent reads) = message(decision, target, rule, target_id); `target` has
 #: `qualname` and `record` (an OperationSpec or a FaultTarget).
-Message = Callable[["FaultDecision", Any, "FaultRule", "str | None"], str]
+Message = Callable[[Decision, Any, "FaultRule", "str | None"], str]
 
 
 class Option(msgspec.Struct, frozen=True):
@@ -126,7 +136,7 @@ def _secs(s: float) -> str:
     return f"{s:g}s"
 
 
-def _gateway_timeout(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+def _gateway_timeout(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     return f"504 Gateway Timeout: {target.qualname} did not answer within {_secs(d.timeout_s)}"
 
 
@@ -135,14 +145,12 @@ def _status(text: str) -> Message:
     return lambda d, target, rule, target_id: text.format(name=target.qualname)
 
 
-def _too_many_requests(
-    d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None
-) -> str:
+def _too_many_requests(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     retry = float(d.retry_after_s or _RETRY_AFTER.default or 0)
     return f"429 Too Many Requests: {target.qualname} is rate limited; retry after {_secs(retry)}"
 
 
-def _rate_limited(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+def _rate_limited(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     rl = rule.rate_limit
     assert rl is not None
     return (
@@ -152,7 +160,7 @@ def _rate_limited(d: FaultDecision, target: Any, rule: FaultRule, target_id: str
     )
 
 
-def _not_found(d: FaultDecision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+def _not_found(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
     # the very words a record that is really missing gets, so a fake 404 passes for a real one
     return not_found_text(target.qualname, target.record, target_id)
 

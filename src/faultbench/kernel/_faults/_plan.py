@@ -26,14 +26,14 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
-from .._spec._types import ErrorRule, FaultRule, OperationSpec, RecordSpec
 from ._kinds import APPLIES_TO, COMMIT_KINDS, ERROR_KINDS, FAILURE_KINDS, SUCCESS_KINDS
 from ._kinds import kind as fault_kind
 from ._rules import BY_ID, drawn_rule, effective_rule, fits
+from ._types import ErrorRule, FaultRule
 
 _LOW64 = (1 << 64) - 1
 _UNIT = 1.0 / (1 << 53)  # 53 random bits -> a float in [0, 1), every value as likely
@@ -75,7 +75,38 @@ class FaultTarget(msgspec.Struct, frozen=True):
         return f"{self.service}.{self.name}"
 
 
-Target = OperationSpec | FaultTarget
+class Target(Protocol):
+    """An operation as the plan sees it: a `FaultTarget`, or an `OperationSpec` of a world
+    file, which has the same attributes (the spec is a later stage than faults, so it is not
+    named here)."""
+
+    @property
+    def service(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def record(self) -> str | None: ...
+    @property
+    def qualname(self) -> str: ...
+
+
+class _Field(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+
+
+class RecordShape(Protocol):
+    """A record as `not_found_if_newer_than` sees it: its fields' names and kinds (a
+    `RecordSpec` of a world file)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def fields(self) -> Sequence[_Field]: ...
 
 
 class FaultDecision(msgspec.Struct, frozen=True):
@@ -187,7 +218,7 @@ class FaultPlan:
         now: datetime,
         recent: Sequence[datetime] = (),
         record_time: datetime | None = None,
-        record: RecordSpec | None = None,
+        record: RecordShape | None = None,
         target_id: str | None = None,
     ) -> FaultDecision | None:
         """Decide the fault for the k-th (1-based) valid call to `op`, made at virtual `now`.
@@ -317,7 +348,7 @@ def _rate_limited(
     return float(max(1, math.ceil(per_seconds - age - 1e-9)))
 
 
-def created_field(record: RecordSpec) -> str | None:
+def created_field(record: RecordShape) -> str | None:
     """The datetime field `not_found_if_newer_than` compares with: the first datetime field
     whose name contains "created", else "placed", else ends in "_at", else the first datetime
     field at all (faultbench 0.1 always took the first one). None when the record has no
@@ -340,7 +371,7 @@ def fault_message(
     op: Target,
     rule: FaultRule,
     *,
-    record: RecordSpec | None = None,
+    record: RecordShape | None = None,
     target_id: str | None = None,
 ) -> str:
     """What the agent reads for a failing decision (`FaultKind.message`)."""

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from .._spec._types import ErrorRule, FaultRule
 from ._kinds import kind
+from ._types import ErrorRule, FaultRule
 
 __all__ = ["effective_rule", "fits", "merged_rule", "with_defaults"]
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .._errors import Location
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
-from ._types import FieldSpec, Location, OperationSpec, RecordSpec
+from ._types import FieldSpec, OperationSpec, RecordSpec
 from ._yaml import Document, Position
 
 

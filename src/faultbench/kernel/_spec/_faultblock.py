@@ -15,12 +15,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._errors import Location
 from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
 from .._faults._kinds import kind as fault_kind
 from .._faults._rules import merged_rule
+from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
-from ._types import ErrorRule, FaultRule, Latency, Location, RateLimit
 from ._yaml import Document
 
 RULE_KEYS = ("latency_ms", "errors", "rate_limit", "not_found_if_newer_than", "script", "timeout_s")

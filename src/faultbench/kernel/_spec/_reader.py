@@ -33,6 +33,7 @@ from typing import Any
 
 from .._errors import SourceError, WorldFileError
 from .._faults._rules import merged_rule
+from .._faults._types import FaultRule
 from .._text._names import did_you_mean
 from .._text._show import short_repr
 from ._faultblock import (
@@ -45,7 +46,7 @@ from ._fieldtypes import _to_datetime
 from ._operations import _OperationsLoader
 from ._records import _RecordsLoader
 from ._seeds import _SeedLoader
-from ._types import DEFAULT_CLOCK_START, FaultRule, SeedPlan, ServiceSpec, WorldSpec
+from ._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WorldSpec
 from ._yaml import Document, parse_yaml
 
 __all__ = ["load_spec", "merged_rule", "parse_duration", "parse_faults", "render_faults"]

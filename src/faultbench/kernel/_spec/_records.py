@@ -14,11 +14,12 @@ from typing import Any
 
 import msgspec
 
+from .._errors import Location
 from .._text._names import did_you_mean, one_of, plural
 from .._text._show import short_repr
 from ._base import _LoaderBase
 from ._fieldtypes import TYPE_HELP, _coerce, _expected, _parse_type
-from ._types import WORLD_ATTRIBUTES, FieldSpec, Location, RecordSpec
+from ._types import WORLD_ATTRIBUTES, FieldSpec, RecordSpec
 
 SERVICE_KEYS = ("records", "seed", "operations", "description")
 FIELD_KEYS = ("type", "default", "optional")

@@ -12,22 +12,11 @@ from typing import Any, Literal
 
 import msgspec
 
-#: Every kind `errors:` and `script:` accept, in draw order, from the fault-kind registry.
-from .._faults._kinds import ERROR_KINDS as ERROR_KINDS
+from .._errors import Location
+from .._faults._types import FaultRule
 
 FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref"]
 OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
-
-
-class Location(msgspec.Struct, frozen=True):
-    """Where a spec element was written (1-based), for error messages after loading."""
-
-    path: str
-    line: int
-    col: int
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -92,51 +81,6 @@ class ServiceSpec(msgspec.Struct, frozen=True):
     operations: tuple[str, ...]  # tool names, file order
     loc: Location | None = None
     description: str | None = None
-
-
-# ---------------------------------------------------------------------------------------------
-# Faults. Rules are stored as written (per key); `merged_rule` in _faultrules.py folds
-# default -> service.* -> service.operation into the one rule a call sees.
-# ---------------------------------------------------------------------------------------------
-
-
-class Latency(msgspec.Struct, frozen=True):
-    """Virtual duration of a call, in milliseconds."""
-
-    dist: Literal["uniform", "lognormal", "fixed"]
-    lo_ms: float = 0.0  # uniform: bounds; fixed: lo_ms == hi_ms
-    hi_ms: float = 0.0
-    p50_ms: float = 0.0  # lognormal: fitted to p50/p99
-    p99_ms: float = 0.0
-
-
-class ErrorRule(msgspec.Struct, frozen=True):
-    kind: str  # one of ERROR_KINDS; its options: `_faultkinds.kind(kind).options`
-    p: float  # probability per call, 0..1
-    commit: bool | None = None  # None: the kind's own default (FaultKind.default_commit)
-    # The options of all kinds; None: the kind's default (`_faultkinds.Option.default`).
-    timeout_s: float | None = None  # timeout kinds
-    retry_after_s: float | None = None  # http_429
-    lag_s: float | None = None  # stale_read
-    times: int | None = None  # duplicate: how many extra applications
-
-
-class RateLimit(msgspec.Struct, frozen=True):
-    calls: int
-    per_seconds: float
-
-
-class FaultRule(msgspec.Struct, frozen=True):
-    """One rule as written under one key of `faults:` (or the merge of several)."""
-
-    latency: Latency | None = None
-    errors: tuple[ErrorRule, ...] = ()  # file order; at most one per kind
-    rate_limit: RateLimit | None = None
-    not_found_if_newer_than_s: float | None = None
-    script: tuple[tuple[int, ErrorRule], ...] = ()  # (k, error), k 1-based, sorted by k
-    loc: Location | None = None
-    #: rule-level `timeout_s:`; `merged_rule` copies it into timeout errors that set none
-    timeout_s: float | None = None
 
 
 class SeedPlan(msgspec.Struct, frozen=True):

@@ -38,9 +38,9 @@ from .._text._names import did_you_mean
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from .._faults._types import FaultRule
     from .._inspect._diff import StateDiff
     from .._inspect._trace import Trace
-    from .._spec._types import FaultRule
 
 
 class Snapshot:

@@ -18,18 +18,10 @@ from typing import Any
 
 import pytest
 
-from .._artifacts._html import spec_of
-from .._artifacts._shrink import (
-    DEFAULT_BUDGET,
-    Probe,
-    ShrinkResult,
-    faults_received,
-    probe_pytest,
-    shrink,
-)
+from .._artifacts._shrink import DEFAULT_BUDGET, ShrinkResult
 from .._gate._report import Group, Run
 
-__all__ = ["Outputs", "add_output_options", "faults_override", "spec_of"]
+__all__ = ["Outputs", "add_output_options", "faults_override"]
 
 #: set in the environment of shrinking's probes: they must not shrink or report themselves
 PROBE_ENV = "FAULTBENCH_PROBE"
@@ -136,7 +128,12 @@ class Outputs:
             )
 
     def _shrink(self, run: Run, reproduce: Callable[[str], str]) -> tuple[ShrinkResult, str | None]:
+        # imported here: only a session with --faultbench-shrink and a failing run pays for them
         from faultbench.kernel import decode_events
+        from faultbench.kernel.lowlevel import faults_received
+
+        from .._artifacts._html import spec_of
+        from .._artifacts._shrink import Probe, probe_pytest, shrink
 
         if run.events is None:
             return ShrinkResult("error", message="the run has no event log (no world)"), None

@@ -16,10 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._scenario import Message
+from typing import Any, Literal
 
 __all__ = [
     "ADVERSARIAL_USER",
@@ -27,12 +24,25 @@ __all__ = [
     "COOPERATIVE_USER",
     "FRIENDLY_USER",
     "LLMUser",
+    "Message",
     "Persona",
     "ScriptedUser",
     "SimulatedUser",
 ]
 
 _INSTALL = "pip install 'faultbench[pydantic-ai]'"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a transcript: what a simulated user reads to say its next line."""
+
+    role: Literal["user", "agent"]
+    text: str
+    turn: int
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text}"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._gate._runs import derive_seed
 from .._gate._stats import Z95, pass_hat_k, wilson_interval
-from .._plugin._runs import derive_seed
 
 __all__ = ["RepeatResult", "Run", "RunOutcome", "current_run", "repeat"]
 

@@ -20,28 +20,16 @@ import inspect
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from faultbench.kernel import CallResult, Trace, World, WorldSpec, using_world
 
-from .._plugin._runs import derive_seed
+from .._gate._runs import derive_seed
 from ._mocks import MockTool, MockToolRegistry
-from ._personas import Persona, SimulatedUser, as_user
+from ._personas import Message, Persona, SimulatedUser, as_user
 from ._repeat import current_run, is_async, not_awaited
 
 __all__ = ["AgentReply", "Conversation", "Message", "ScenarioResult", "Turn", "scenario"]
-
-
-@dataclass(frozen=True)
-class Message:
-    """One message of a transcript."""
-
-    role: Literal["user", "agent"]
-    text: str
-    turn: int
-
-    def __str__(self) -> str:
-        return f"{self.role}: {self.text}"
 
 
 @dataclass(frozen=True)
