@@ -34,7 +34,8 @@ import time
 
 import faultbench
 from faultbench import InjectedFault
-from faultbench.kernel import World, empty_spec
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import empty_spec
 from faultbench.testing import (
     ADVERSARIAL_USER,
     AgentResult,

@@ -300,7 +300,8 @@ def this_work(which):
     # benchmarks/bench_simulation.py's workloads
     import faultbench
     from faultbench import InjectedFault
-    from faultbench.kernel import World, empty_spec
+    from faultbench.kernel import World
+    from faultbench.kernel.lowlevel import empty_spec
     from faultbench.testing import fault_inject, repeat, scenario
     if which == "tool_faults":
         @fault_inject(error_rate=0.5, latency_jitter_ms=1000, seed=42)
