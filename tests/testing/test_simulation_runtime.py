@@ -302,3 +302,54 @@ def test_turn_faults_name_the_function_of_each_decorated_scenario():
     assert str(second().error) == "Injected fault in second (turn 1 of 1)"
     with pytest.raises(ValueError, match="fault_error_rate"):
         scenario(fault_error_rate=1.5)
+
+
+def test_every_expect_link_checks_and_names_what_it_expected_and_received():
+    from faultbench.testing import TraceBuilder, expect
+
+    builder = TraceBuilder()
+    builder.add_tool_call("lookup", args={"id": 1}, result={"ok": True})
+    builder.add_llm_call("model")
+    builder.add_tool_call("refund", args={"id": 1}, result={"ok": True})
+    builder.add_llm_call("model")
+    builder.set_output(message="Refund R-42 issued.")
+    builder.set_metadata(total_tokens=900, cost_usd=0.01, latency_ms=1200)
+    run = builder.build()
+    (
+        expect(run)
+        .output_contains("R-42")
+        .output_not_contains("error")
+        .output_matches(r"R-\d+")
+        .tools_called("lookup", "refund")
+        .tools_not_called("delete")
+        .tools_called_in_order("lookup", "refund")
+        .cost_under(0.05)
+        .tokens_under(1000)
+        .latency_under(2000)
+        .turns_under(3)
+    )
+    failing = {
+        "output_contains": (lambda e: e.output_contains("R-43"), "'Refund R-42 issued.'"),
+        "output_matches": (lambda e: e.output_matches(r"^\d+$"), "'Refund R-42 issued.'"),
+        "tools_called": (lambda e: e.tools_called("escalate"), "[lookup, refund]"),
+        "tools_not_called": (lambda e: e.tools_not_called("refund"), "[lookup, refund]"),
+        "in_order": (lambda e: e.tools_called_in_order("refund", "lookup"), "[lookup, refund]"),
+        "tokens_under": (lambda e: e.tokens_under(500), "900"),
+        "latency_under": (lambda e: e.latency_under(1000), "1200 ms"),
+        "turns_under": (lambda e: e.turns_under(2), "2 turns"),
+    }
+    for name, (link, received) in failing.items():
+        with pytest.raises(AssertionError) as caught:
+            link(expect(run))
+        assert str(caught.value).endswith(f"Instead, received: {received}"), name
+    with pytest.raises(AssertionError, match=r"no cost recorded"):
+        expect(TraceBuilder().set_output(message="hi").build()).cost_under(1)
+
+    @scenario(mock_tools={"lookup": lambda id: {"id": id}}, max_turns=3)
+    def three_turns():
+        return faultbench.current_world().call("lookup", {"id": 1}).value
+
+    result = three_turns()
+    expect(result).tools_called("lookup").turns_under(4)
+    with pytest.raises(AssertionError, match=r"fewer than 3 turns\. Instead, received: 3 turns"):
+        expect(result).turns_under(3)
