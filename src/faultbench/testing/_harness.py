@@ -12,8 +12,12 @@ problems"):
   framework);
 - a **set-up problem**: anything that fails in set-up or teardown (a fixture, a world file
   that does not load, a server that does not start), an import error, an exception raised
-  inside faultbench or pytest themselves (an async test nothing could run included), and a
-  lost connection to the world's MCP server (the MCP client's own errors).
+  inside faultbench's plugin, integrations or server, or inside pytest itself (an async test
+  nothing could run included), a lost connection to the world's MCP server (the MCP
+  client's own errors), and asyncio code that ran without an asyncio loop.
+
+An exception from faultbench's kernel (a record's missing field, an unknown table) is the
+agent's: it is what the agent's own code called.
 
 `problem(excinfo)` is that rule for the call phase; set-up and teardown errors are set-up
 problems by where they happen.
@@ -29,6 +33,14 @@ __all__ = ["problem"]
 
 #: packages whose own exceptions mean the run never got an answer from the world's server
 _TRANSPORT = ("mcp", "fastmcp", "anyio")
+#: faultbench's own machinery: the kernel's data API (a record, a table) is what an agent's
+#: code may call and misuse, so an error raised there is the agent's
+_SHELLS = (
+    "faultbench.testing",
+    "faultbench.integrations",
+    "faultbench.serve",
+    "faultbench.commands",
+)
 #: packages whose frames are the test machinery, not the test
 _MACHINERY = ("_pytest", "pluggy", "pytest_asyncio", "pytest_trio")
 
@@ -80,7 +92,7 @@ def _why(exc: BaseException) -> str | None:
     origin = _origin(exc)
     if origin is None:
         return "pytest could not run the test"
-    if _inside(origin, ("faultbench",)):
+    if _inside(origin, _SHELLS):
         return "faultbench raised it"
     if _inside(origin, _TRANSPORT):
         return "the connection to the world's MCP server failed"

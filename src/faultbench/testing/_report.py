@@ -139,7 +139,7 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
     reproduces it. `display(nodeid)` shortens a node id for people; `reproduce(nodeid)` is
     the command."""
     gate = group.gate()
-    if gate.planned == 0:
+    if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
     failing = group.failing()

@@ -139,6 +139,24 @@ def _check_marks(definition: Any) -> None:
             )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """With `--strict-markers`, pytest refuses an unknown mark while importing the module,
+    before `_check_marks` sees it: add the hint to its error."""
+    report = yield
+    if report.failed:
+        text = str(report.longrepr)
+        found = re.search(r"'(\w+)' not found in `markers` configuration option", text)
+        registered = registered_markers(collector.config.getini("markers"))
+        meant = None if found is None else near_miss(found.group(1), registered)
+        if meant is not None:
+            report.longrepr = (
+                f"{text}\nfaultbench: did you mean @pytest.mark.{meant}? (a misspelt "
+                f"faultbench marker silently drops what it asks for)"
+            )
+    return report
+
+
 @pytest.hookimpl(trylast=True)  # after the test's own parametrize: its ids come first
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     _check_marks(metafunc.definition)
@@ -573,7 +591,12 @@ class FaultbenchSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.worker:
             return
-        self.failed_gates = [g for g in self._groups() if g.gate().planned and not g.gate().ok]
+        gates = [g.gate() for g in self._groups()]
+        self.failed_gates = [
+            g
+            for g, gate in zip(self._groups(), gates)
+            if (gate.planned or gate.errors) and not gate.ok
+        ]
         if self.failed_gates and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # --faultbench-shrink, the session file next to the event logs, --faultbench-report
