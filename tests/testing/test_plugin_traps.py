@@ -400,3 +400,51 @@ def test_mcp_command_with_the_world_fixture_is_explained(fb):
             "process*mcp_command.world()*"
         ]
     )
+
+
+def test_a_handler_bugs_traceback_reads_whole_in_pytests_output(fb):
+    fb.makefile(
+        ".yaml",
+        buggy="""
+services:
+  orders:
+    records: { order: { id: str, total: float } }
+    operations:
+      get_order: { kind: get, record: order }
+      total_of: { kind: custom, handler: buggy_rules.total_of }
+""",
+    )
+    fb.makepyfile(
+        buggy_rules="""
+        def total_of(world, clock, order_id: str):
+            totals = {}
+            return totals[order_id]
+        """,
+        test_bug="""
+        import pytest
+
+        @pytest.mark.world("buggy.yaml")
+        def test_total(world):
+            assert world.call("total_of", {"order_id": "1"}).ok
+        """,
+    )
+    result = fb.runpytest()
+    result.stdout.fnmatch_lines(
+        [
+            "*- faultbench: handler tracebacks -*",
+            "total_of (call c1): a bug in the world's handler",
+            "Traceback (most recent call last):",
+            '  File "buggy_rules.py", line 3, in total_of',
+            "    return totals[order_id]",
+            "KeyError: '1'",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "    run0: total_of!internal_error",
+            "        Handler traceback:",
+            "          total_of (call c1): a bug in the world's handler",
+            "*",
+            "          KeyError: '1'",
+        ]
+    )

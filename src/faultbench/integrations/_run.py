@@ -26,6 +26,11 @@ from faultbench.serve import WorldServer
 
 __all__ = ["AgentRun", "Http", "InProcess", "Stdio", "Target", "missing_extra", "target"]
 
+#: seconds a stdio server may take to start and answer `initialize`. Both frameworks wait 5 s
+#: by default, and a Python server (interpreter, mcp, the world file) can take longer on a
+#: busy CI machine: the run would fail as if the server were broken.
+STDIO_START_TIMEOUT = 30.0
+
 
 def missing_extra(extra: str, error: ImportError) -> ImportError:
     """The ImportError for a framework that is not installed, with the command that fixes it."""

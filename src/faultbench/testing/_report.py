@@ -33,6 +33,8 @@ class Run:
     message: str | None = None
     #: why an "error" run is a set-up problem (docs/TESTING.md)
     problem: str | None = None
+    #: the tracebacks of handler bugs the run hit (internal errors)
+    crashes: str | None = None
     summary: str | None = None
     events: str | None = None  # JSON Lines
     state_hash: str | None = None
@@ -102,7 +104,7 @@ class Tally:
                 run.message = data.get("message")
             elif report.skipped:
                 run.outcome = "skipped"
-            for key in ("summary", "events", "state_hash", "events_file", "world_file"):
+            for key in ("summary", "events", "state_hash", "events_file", "world_file", "crashes"):
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
         elif report.when == "teardown":
@@ -160,6 +162,9 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
             lines += ["        " + m for m in message[:12]]
             if len(message) > 12:
                 lines.append(f"        ... {len(message) - 12} more lines")
+        if run.crashes:
+            lines.append("        Handler traceback:")
+            lines += ["          " + c for c in run.crashes.splitlines()]
         diff_lines = _closest_diff(group, run, decoded)
         lines += ["        " + d for d in diff_lines]
         if run.events_file:

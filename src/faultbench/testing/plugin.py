@@ -513,6 +513,13 @@ class FaultbenchSession:
                         report.outcome = "failed"
                         report.longrepr = text
         world = item.stash.get(WORLD_KEY, None)
+        if call.when == "call" and world is not None and report.failed:
+            crashes = _handler_tracebacks(world)
+            if crashes:
+                # pytest shows a CallResult cut short and escaped into one line; the bug's
+                # traceback reads better whole, under its own heading
+                report.sections.append(("faultbench: handler tracebacks", crashes))
+                data["crashes"] = crashes
         if call.when == "call" and world is not None:
             from faultbench.kernel import encode_events
 
@@ -648,6 +655,17 @@ class FaultbenchSession:
         runs = self.config.getoption("runs", None)
         extra = f" --runs {runs}" if runs is not None else ""
         return f'pytest "{self._display(nodeid)}"{extra}'
+
+
+def _handler_tracebacks(world: Any) -> str:
+    """The tracebacks of the run's handler bugs (internal errors), one block per call."""
+    blocks = []
+    for c in world.trace:
+        if c.traceback:
+            blocks.append(
+                f"{c.tool} (call {c.call_id}): a bug in the world's handler\n{c.traceback}"
+            )
+    return "\n".join(blocks)
 
 
 def _first_error(group: Group) -> int:
