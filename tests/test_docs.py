@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from faultbench import WorldFileError
-from faultbench.kernel import load_spec
+from faultbench.kernel.lowlevel import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

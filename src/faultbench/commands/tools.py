@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     world = World.from_spec(spec, faults=False)
 
-    from faultbench.serve._server import mcp_tool
+    from faultbench.serve import mcp_tool
 
     tools = [mcp_tool(t) for t in world.tools]
     if args.json:

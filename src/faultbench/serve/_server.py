@@ -35,7 +35,8 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from faultbench.kernel import CallResult, ToolCallError, iso_time
+from faultbench.kernel import CallResult, ToolCallError
+from faultbench.kernel.lowlevel import iso_time
 
 if TYPE_CHECKING:
     from faultbench.kernel import Tool

@@ -22,13 +22,8 @@ from typing import Any
 
 import pytest
 
-from ._async import run_coroutine_test, trio_variants
-from ._command import ServeCommand
-from ._handles import Faults, LiveTrace
-from ._harness import problem, setup_problem
-from ._outputs import Outputs, add_output_options, faults_override
-from ._report import Group, Tally, render_group
-from ._runs import (
+from ._gate._report import Group, Tally, render_group
+from ._gate._runs import (
     FILE_FAULTS,
     MARKERS,
     RUN_PARAM,
@@ -40,7 +35,12 @@ from ._runs import (
     registered_markers,
     run_id,
 )
-from ._stats import decided, pass_hat_k
+from ._gate._stats import decided, pass_hat_k
+from ._plugin._async import run_coroutine_test, trio_variants
+from ._plugin._command import ServeCommand
+from ._plugin._handles import Faults, LiveTrace
+from ._plugin._harness import problem, setup_problem
+from ._plugin._outputs import Outputs, add_output_options, faults_override
 
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()
@@ -58,9 +58,9 @@ COMMAND_KEY = pytest.StashKey[ServeCommand]()
 FIXTURES = ("world", "mcp_server", "mcp_url", "mcp_command", "trace", "clock", "faults")
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Options and markers
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -106,9 +106,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(session)
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Runs as items
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
 def _plan(node: Any) -> Plan | None:
@@ -222,14 +222,15 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True if run_coroutine_test(pyfuncitem) else None
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Fixtures (all sync: they work under pytest-asyncio, anyio's plugin and pytest-trio alike)
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
 def _spec(request: pytest.FixtureRequest, path: Path) -> Any:
     """The parsed world file at `path`, parsed once per session (again if it changed)."""
-    from faultbench.kernel import WorldFileError, load_spec
+    from faultbench.kernel import WorldFileError
+    from faultbench.kernel.lowlevel import load_spec
 
     cache = request.config.stash[SPECS_KEY]
     try:
@@ -306,7 +307,8 @@ def _fault_block(request: pytest.FixtureRequest, w: Any, plan: Plan) -> dict[str
     """The `faults` marker's rules as the block to put in force (a logged `FaultsChanged`
     event, so a replay of the run's log injects the same faults); None to keep the world
     file's own."""
-    from faultbench.kernel import WorldFileError, render_faults
+    from faultbench.kernel import WorldFileError
+    from faultbench.kernel.lowlevel import render_faults
 
     faults = plan.faults
     override = faults_override(request.config)
@@ -424,9 +426,9 @@ def mcp_url(world: Any) -> Iterator[str]:
         yield url
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Reports, the gate and the summary
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
 def _message(excinfo: Any) -> str:
