@@ -52,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "rules set at run time with PUT /faultbench/faults apply",
     )
     parser.add_argument(
+        "--faults",
+        metavar="JSON",
+        default=None,
+        help="replace the world file's faults: block with this one (JSON, e.g. "
+        '\'{"payments.issue_refund": {"errors": {"timeout": 0.1}}}\'), set as a logged '
+        "FaultsChanged event, as the pytest plugin sets a faults marker's rules",
+    )
+    parser.add_argument(
         "--events",
         metavar="FILE",
         help="write every event to FILE as JSON Lines, flushed before each call is answered "
@@ -98,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
                 "and its control API (and a world file runs Python). Pass --token SECRET or "
                 "set FAULTBENCH_TOKEN; clients then send 'Authorization: Bearer SECRET'."
             )
+    if args.faults is not None and args.no_faults:
+        return _usage("--faults and --no-faults exclude each other.")
     if not 0 <= args.port <= 65535:
         return _usage(f"Expected --port between 0 and 65535. Instead, received: {args.port}")
 
@@ -113,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     if args.no_faults:
         # No rules rather than a fault-free world, so PUT /faultbench/faults still works.
         world.set_faults({})
+    elif args.faults is not None:
+        problem = _set_faults(world, args.faults)
+        if problem is not None:
+            return _usage(problem)
 
     import trio
 
@@ -148,6 +162,27 @@ def run(args: argparse.Namespace) -> int:
         if journal is not None:
             journal.close()
     return 0
+
+
+def _set_faults(world, text: str) -> str | None:
+    """Put `--faults JSON` in force; the problem with it, or None."""
+    import json
+
+    from faultbench.kernel import WorldFileError
+
+    try:
+        block = json.loads(text)
+    except ValueError as exc:
+        return (
+            f"Expected --faults to be a faults: block as JSON. Instead, received: {text!r} ({exc})"
+        )
+    if not isinstance(block, dict):
+        return f"Expected --faults to be a JSON object. Instead, received: {text!r}"
+    try:
+        world.set_faults(block)
+    except WorldFileError as exc:
+        return f"--faults: {exc}"
+    return None
 
 
 def _usage(message: str) -> int:
