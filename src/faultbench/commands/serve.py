@@ -7,6 +7,15 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
+
+    import trio
+
+    from faultbench.serve import Journals, WorldServer
 
 HELP = "serve a world's operations as MCP tools (stdio, or streamable HTTP with --http)"
 
@@ -167,7 +176,7 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("mcp").setLevel(logging.WARNING)
 
 
-async def _on_signal(stop) -> None:
+async def _on_signal(stop: Callable[[], object]) -> None:
     """First SIGINT/SIGTERM: clean shutdown. A second one: leave now."""
     import signal
 
@@ -184,7 +193,7 @@ async def _on_signal(stop) -> None:
             stop()
 
 
-async def _serve_stdio(server, args) -> None:
+async def _serve_stdio(server: WorldServer, args: argparse.Namespace) -> None:
     import trio
 
     from faultbench.serve import serve_stdio
@@ -205,7 +214,12 @@ async def _serve_stdio(server, args) -> None:
         nursery.cancel_scope.cancel()  # stdin closed: done
 
 
-async def _serve_http(server, args, journal, sock) -> None:
+async def _serve_http(
+    server: WorldServer,
+    args: argparse.Namespace,
+    journal: Journals | None,
+    sock: socket.socket | None,
+) -> None:
     import trio
 
     from faultbench.serve import build_app, serve_http
@@ -214,7 +228,7 @@ async def _serve_http(server, args, journal, sock) -> None:
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
 
-        async def run_server(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async def run_server(task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
             await serve_http(
                 app,
                 host=args.host,

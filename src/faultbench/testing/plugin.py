@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -37,16 +37,20 @@ from ._gate._stats import decided, pass_hat_k
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._outputs import Outputs, add_output_options, faults_override
 
+if TYPE_CHECKING:
+    from faultbench.kernel import VirtualClock, World, WorldSpec
+    from faultbench.serve import WorldServer
+
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()
 #: the world a run's `world` fixture made
-WORLD_KEY = pytest.StashKey[Any]()
+WORLD_KEY = pytest.StashKey["World"]()
 #: set on an item that early stop skips
 STOPPED_KEY = pytest.StashKey[bool]()
 #: the plugin's per-session state
 SESSION_KEY = pytest.StashKey["FaultbenchSession"]()
 #: parsed world files by path, shared by the runs of a session
-SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, Any]]]()
+SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, "WorldSpec"]]]()
 
 
 # =============================================================================================
@@ -161,7 +165,7 @@ def pytest_collection_modifyitems(
 # =============================================================================================
 
 
-def _spec(request: pytest.FixtureRequest, path: Path) -> Any:
+def _spec(request: pytest.FixtureRequest, path: Path) -> WorldSpec:
     """The parsed world file at `path`, parsed once per session (again if it changed)."""
     from faultbench.kernel import WorldFileError
     from faultbench.kernel.lowlevel import load_spec
@@ -208,7 +212,7 @@ def faultbench_run(request: pytest.FixtureRequest) -> RunInfo:
 
 
 @pytest.fixture
-def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[Any]:
+def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[World]:
     """A fresh world for this run: the test's world file, seeded with its `seed` marker (or
     the file's seed), fault draws of run `faultbench_run.index`, and the fault rules of its
     `faults` marker (none without one). It is the current world (`faultbench.using_world`)
@@ -225,7 +229,7 @@ def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[A
         yield w
 
 
-def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:
+def _apply_faults(request: pytest.FixtureRequest, w: World, plan: Plan) -> None:
     """Put the `faults` marker's rules in force, as a logged `FaultsChanged` event, so a
     replay of the run's log injects the same faults."""
     from faultbench.kernel import WorldFileError
@@ -258,25 +262,25 @@ def _short(value: Any) -> str:
 
 
 @pytest.fixture
-def trace(world: Any) -> LiveTrace:
+def trace(world: World) -> LiveTrace:
     """The calls of this run's world so far (`world.trace`, always up to date)."""
     return LiveTrace(world)
 
 
 @pytest.fixture
-def clock(world: Any) -> Any:
+def clock(world: World) -> VirtualClock:
     """This run's virtual clock (`world.clock`)."""
     return world.clock
 
 
 @pytest.fixture
-def faults(world: Any) -> Faults:
+def faults(world: World) -> Faults:
     """The fault rules of this run: `rules`, `block`, `injected`, `set(...)`, `clear()`."""
     return Faults(world)
 
 
 @pytest.fixture
-def mcp_server(world: Any) -> Any:
+def mcp_server(world: World) -> WorldServer:
     """An in-process MCP server (`faultbench.serve.WorldServer`) on this run's world: use it
     with `mcp.Client(mcp_server)`."""
     from faultbench.serve import build_server
@@ -285,7 +289,7 @@ def mcp_server(world: Any) -> Any:
 
 
 @pytest.fixture
-def mcp_url(world: Any) -> Iterator[str]:
+def mcp_url(world: World) -> Iterator[str]:
     """The URL (`http://127.0.0.1:PORT/mcp`) of a streamable HTTP MCP server on this run's
     world, on a free loopback port, stopped after the test."""
     from faultbench.serve import serve_in_thread
@@ -297,10 +301,6 @@ def mcp_url(world: Any) -> Iterator[str]:
 # =============================================================================================
 # Reports, the gate and the summary
 # =============================================================================================
-
-
-def _message(excinfo: Any) -> str:
-    return excinfo.exconly()
 
 
 class FaultbenchSession:
@@ -353,7 +353,7 @@ class FaultbenchSession:
         if call.when == "setup" and report.skipped and item.stash.get(STOPPED_KEY, False):
             data["stopped"] = True
         if report.failed and call.excinfo is not None:
-            data["message"] = _message(call.excinfo)
+            data["message"] = call.excinfo.exconly()
         world = item.stash.get(WORLD_KEY, None)
         if call.when == "call" and world is not None:
             from faultbench.kernel import encode_events

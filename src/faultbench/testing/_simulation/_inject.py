@@ -153,7 +153,7 @@ def fault_inject(
                     await fn(*args, **kwargs)
                 raise plan.error(decision)
 
-            ainjected.injected = stats  # type: ignore[attr-defined]
+            ainjected.injected = stats  # type: ignore[attr-defined]  # a documented attribute of the wrapper
             return ainjected
 
         @functools.wraps(fn)
@@ -168,7 +168,7 @@ def fault_inject(
                 fn(*args, **kwargs)
             raise plan.error(decision)
 
-        injected.injected = stats  # type: ignore[attr-defined]
+        injected.injected = stats  # type: ignore[attr-defined]  # a documented attribute of the wrapper
         return injected
 
     return decorate
