@@ -103,7 +103,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
             Arg(p.name, p.kind, p.required, p.choices, p.nullable, _param_text(p, op, records))
             for p in op.params
         ]
-    rspec = records[op.record]  # type: ignore[index]
+    rspec = records[op.record]  # type: ignore[index]  # only custom operations have no record
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
         return [Arg("id", "str", True, description=rid)]
