@@ -78,6 +78,8 @@ class ToolCallError(FaultbenchError):
     kind: str = "error"
     #: for internal errors: where the bug is (see `format_traceback`); never sent to an agent
     traceback: str | None = None
+    #: the fault kind charged to the call that raised this (`_incall.py`), if any
+    fault: str | None = None
 
     def __init__(self, message: str, *, kind: str | None = None):
         super().__init__(message)

@@ -124,23 +124,26 @@ class Pipeline:
         return Transaction(d, self.spec, self.seed, self.book, state)
 
     def call(self, tool: str, args: Any = None) -> CallResult:
-        """Run one tool call; never raises for anything the agent sent."""
-        d = Draft(self.book.state)
-        op = self.ops.get(tool)
-        plan = self.plan()
-        if op is not None and not plan.may_fault(op.spec):
-            result = _run_plain(self, d, op, tool, args)
-        else:
-            result = _run_one(self, d, plan, tool, args)
-        self.book.commit(d)
+        """Run one tool call; never raises for anything the agent sent. Atomic: the book's
+        lock is held from deciding to committing (see `Book.lock`)."""
+        with self.book.lock:
+            d = Draft(self.book.state)
+            op = self.ops.get(tool)
+            plan = self.plan()
+            if op is not None and not plan.may_fault(op.spec):
+                result = _run_plain(self, d, op, tool, args)
+            else:
+                result = _run_one(self, d, plan, tool, args)
+            self.book.commit(d)
         return result
 
     def call_together(self, calls: Sequence[tuple[Any, Any]]) -> list[CallResult]:
         """Run `calls` (tool, args) as calls made at the same moment; see `run_batch`."""
         order = canonical_order(calls)
-        d = Draft(self.book.state)
-        ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
-        self.book.commit(d)
+        with self.book.lock:
+            d = Draft(self.book.state)
+            ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
+            self.book.commit(d)
         results: list[Any] = [None] * len(calls)
         for i, result in zip(order, ordered):
             results[i] = result
@@ -336,6 +339,7 @@ def _failed(
 ) -> CallResult:
     """Log the call's failure and answer it: the one way a call ends in an error."""
     state = d.state
+    fault = fault or exc.fault  # charged from inside the tool (`_incall.py`)
     d.emit(
         CallFailed(
             seq=state.seq,

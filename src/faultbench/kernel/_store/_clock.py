@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ._book import atomic
 from ._events import ClockAdvanced
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class VirtualClock:
         """The current virtual time (timezone-aware, UTC)."""
         return self._store.state.clock
 
+    @atomic
     def advance(self, seconds: float | timedelta) -> datetime:
         """Move time forward by `seconds` (a number or a timedelta); returns the new time."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float | timedelta):
@@ -54,6 +56,7 @@ class VirtualClock:
             )
         return self._move(to)
 
+    @atomic
     def set(self, dt: datetime | str) -> datetime:
         """Jump to `dt` (a datetime, naive means UTC, or an ISO 8601 string). Never backwards."""
         if isinstance(dt, str):

@@ -18,6 +18,7 @@ from .._spec._schema import INT_MAX, INT_MIN, describe_field
 from .._text._keys import id_order
 from .._text._names import did_you_mean
 from .._text._show import show_value
+from ._book import atomic
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._indexes import IdSet, TableIndex, bucket_ids, bucket_len
 
@@ -295,6 +296,7 @@ class Table:
 
     # --- writes ------------------------------------------------------------------------------
 
+    @atomic
     def insert(self, **fields: Any) -> Record:
         """Create a record. `id` is optional: automatic ids are "1", "2", ... after the largest
         numeric id the table has seen. Returns the new record."""
@@ -322,6 +324,7 @@ class Table:
         self._write(RecordCreated, rid, fields=data)
         return Record(self.name, data)
 
+    @atomic
     def update(self, id: str | int | None = None, /, **fields: Any) -> Record:
         """Change some fields of an existing record; returns the record as it now is.
         `update("1", status="shipped")` and `update(id="1", status="shipped")` both work."""
@@ -353,6 +356,7 @@ class Table:
         self._write(RecordUpdated, rid, changes=changes, old=before)
         return Record(self.name, self._store.state.tables[self.name][rid])
 
+    @atomic
     def delete(self, id: str | int) -> Record:
         """Remove a record; returns it as it was."""
         rid = _as_id(id)
