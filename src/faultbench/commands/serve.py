@@ -7,6 +7,16 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
+
+    import trio
+
+    from faultbench.kernel import World
+    from faultbench.serve import Journals, WorldServer
 
 HELP = "serve a world's operations as MCP tools (stdio, or streamable HTTP with --http)"
 
@@ -164,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_faults(world, text: str) -> str | None:
+def _set_faults(world: World, text: str) -> str | None:
     """Put `--faults JSON` in force; the problem with it, or None."""
     import json
 
@@ -202,7 +212,7 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("mcp").setLevel(logging.WARNING)
 
 
-async def _on_signal(stop) -> None:
+async def _on_signal(stop: Callable[[], object]) -> None:
     """First SIGINT/SIGTERM: clean shutdown. A second one: leave now."""
     import signal
 
@@ -219,7 +229,7 @@ async def _on_signal(stop) -> None:
             stop()
 
 
-async def _serve_stdio(server, args) -> None:
+async def _serve_stdio(server: WorldServer, args: argparse.Namespace) -> None:
     import trio
 
     from faultbench.serve import serve_stdio
@@ -240,7 +250,12 @@ async def _serve_stdio(server, args) -> None:
         nursery.cancel_scope.cancel()  # stdin closed: done
 
 
-async def _serve_http(server, args, journal, sock) -> None:
+async def _serve_http(
+    server: WorldServer,
+    args: argparse.Namespace,
+    journal: Journals | None,
+    sock: socket.socket | None,
+) -> None:
     import trio
 
     from faultbench.serve import build_app, serve_http
@@ -249,7 +264,7 @@ async def _serve_http(server, args, journal, sock) -> None:
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
 
-        async def run_server(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async def run_server(task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
             await serve_http(
                 app,
                 host=args.host,

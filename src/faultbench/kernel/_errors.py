@@ -187,3 +187,6 @@ class FaultsDisabled(FaultbenchError, RuntimeError):
 
 class ReplayError(FaultbenchError):
     """An event log could not be replayed into a world."""
+
+    #: the seq of the first event that does not fit (None when no one event is to blame)
+    seq: int | None = None

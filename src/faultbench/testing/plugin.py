@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -42,16 +42,20 @@ from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
 from ._plugin._outputs import Outputs, add_output_options, faults_override
 
+if TYPE_CHECKING:
+    from faultbench.kernel import VirtualClock, World, WorldSpec
+    from faultbench.serve import WorldServer
+
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()
 #: the world a run's `world` fixture made
-WORLD_KEY = pytest.StashKey[Any]()
+WORLD_KEY = pytest.StashKey["World"]()
 #: set on an item that early stop skips
 STOPPED_KEY = pytest.StashKey[bool]()
 #: the plugin's per-session state
 SESSION_KEY = pytest.StashKey["FaultbenchSession"]()
 #: parsed world files by path, shared by the runs of a session
-SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, Any]]]()
+SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, "WorldSpec"]]]()
 #: the `mcp_command` a run used: its journal is the run's world
 COMMAND_KEY = pytest.StashKey[ServeCommand]()
 #: the fixtures that make a test one of faultbench's (its async test runs on asyncio here)
@@ -227,7 +231,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _spec(request: pytest.FixtureRequest, path: Path) -> Any:
+def _spec(request: pytest.FixtureRequest, path: Path) -> WorldSpec:
     """The parsed world file at `path`, parsed once per session (again if it changed)."""
     from faultbench.kernel import WorldFileError
     from faultbench.kernel.lowlevel import load_spec
@@ -274,7 +278,7 @@ def faultbench_run(request: pytest.FixtureRequest) -> RunInfo:
 
 
 @pytest.fixture
-def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[Any]:
+def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[World]:
     """A fresh world for this run: the test's world file, seeded with its `seed` marker (or
     the file's seed), fault draws of run `faultbench_run.index`, and the fault rules of its
     `faults` marker (none without one). It is the current world (`faultbench.using_world`)
@@ -290,7 +294,7 @@ def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[A
 
 def _start_world(
     request: pytest.FixtureRequest, plan: Plan, run: RunInfo
-) -> tuple[Any, dict[str, Any] | None]:
+) -> tuple[World, dict[str, Any] | None]:
     """A run's world as it starts, and the faults block set on it (None: the file's own)."""
     from faultbench.kernel import World
 
@@ -303,7 +307,7 @@ def _start_world(
     return w, block
 
 
-def _fault_block(request: pytest.FixtureRequest, w: Any, plan: Plan) -> dict[str, Any] | None:
+def _fault_block(request: pytest.FixtureRequest, w: World, plan: Plan) -> dict[str, Any] | None:
     """The `faults` marker's rules as the block to put in force (a logged `FaultsChanged`
     event, so a replay of the run's log injects the same faults); None to keep the world
     file's own."""
@@ -348,25 +352,25 @@ def _short(value: Any) -> str:
 
 
 @pytest.fixture
-def trace(world: Any) -> LiveTrace:
+def trace(world: World) -> LiveTrace:
     """The calls of this run's world so far (`world.trace`, always up to date)."""
     return LiveTrace(world)
 
 
 @pytest.fixture
-def clock(world: Any) -> Any:
+def clock(world: World) -> VirtualClock:
     """This run's virtual clock (`world.clock`)."""
     return world.clock
 
 
 @pytest.fixture
-def faults(world: Any) -> Faults:
+def faults(world: World) -> Faults:
     """The fault rules of this run: `rules`, `block`, `injected`, `set(...)`, `clear()`."""
     return Faults(world)
 
 
 @pytest.fixture
-def mcp_server(world: Any) -> Any:
+def mcp_server(world: World) -> WorldServer:
     """An in-process MCP server (`faultbench.serve.WorldServer`) on this run's world: use it
     with `mcp.Client(mcp_server)`."""
     from faultbench.serve import build_server
@@ -417,7 +421,7 @@ def mcp_command(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iter
 
 
 @pytest.fixture
-def mcp_url(world: Any) -> Iterator[str]:
+def mcp_url(world: World) -> Iterator[str]:
     """The URL (`http://127.0.0.1:PORT/mcp`) of a streamable HTTP MCP server on this run's
     world, on a free loopback port, stopped after the test."""
     from faultbench.serve import serve_in_thread
@@ -429,10 +433,6 @@ def mcp_url(world: Any) -> Iterator[str]:
 # ---------------------------------------------------------------------------------------------
 # Reports, the gate and the summary
 # ---------------------------------------------------------------------------------------------
-
-
-def _message(excinfo: Any) -> str:
-    return excinfo.exconly()
 
 
 class FaultbenchSession:
@@ -490,7 +490,7 @@ class FaultbenchSession:
         if call.when == "setup" and report.skipped and item.stash.get(STOPPED_KEY, False):
             data["stopped"] = True
         if report.failed and call.excinfo is not None:
-            data["message"] = _message(call.excinfo)
+            data["message"] = call.excinfo.exconly()
             # A run that never reached the agent is a set-up problem, never tolerated
             # (_harness.py; docs/TESTING.md, "Agent failures and set-up problems").
             cause = (

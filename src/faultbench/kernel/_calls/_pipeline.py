@@ -194,9 +194,9 @@ class Flight:
         self.jargs = jargs
         self.k = 0
         self.decision: FaultDecision | None = None
-        self.started: datetime = None  # type: ignore[assignment]
-        self.exec_at: datetime = None  # type: ignore[assignment]
-        self.end_at: datetime = None  # type: ignore[assignment]
+        self.started: datetime = None  # type: ignore[assignment]  # set by admit before any read
+        self.exec_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
+        self.end_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
         self.value: Any = None
         self.text: str | None = None
         self.error: ToolCallError | None = None
@@ -615,19 +615,19 @@ def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
     for ev in _backwards(cx, d):
         if ev.at <= cutoff or ev.seq < genesis:
             break
-        cls = type(ev)
-        if cls is RecordCreated or cls is RecordUpdated or cls is RecordDeleted:
-            name, rid = ev.table, ev.id  # type: ignore[attr-defined]
+        # `type(ev) is X` (not isinstance: events are final classes, and it is cheaper) narrows
+        if type(ev) is RecordCreated or type(ev) is RecordUpdated or type(ev) is RecordDeleted:
+            name, rid = ev.table, ev.id
             rows = tables[name]
             now_ = rows.get(rid)
-            if cls is RecordCreated:
+            if type(ev) is RecordCreated:
                 before = None
                 rows = rows.delete(rid)
-            elif cls is RecordUpdated:
-                before = {**rows[rid], **ev.old}  # type: ignore[attr-defined]
+            elif type(ev) is RecordUpdated:
+                before = {**rows[rid], **ev.old}
                 rows = rows.set(rid, before)
-            else:
-                before = ev.old  # type: ignore[attr-defined]
+            elif type(ev) is RecordDeleted:
+                before = ev.old
                 rows = rows.set(rid, before)
             tables[name] = rows
             ix = index.get(name)

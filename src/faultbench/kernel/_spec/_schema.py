@@ -115,7 +115,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
             )
             for p in op.params
         ]
-    rspec = records[op.record]  # type: ignore[index]
+    rspec = records[op.record]  # type: ignore[index]  # only custom operations have no record
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
         return [Arg("id", "str", True, description=rid)]

@@ -281,9 +281,9 @@ class Table:
                 bucket = ix.bucket(key, value)
                 if bucket is False:
                     continue
-                size = bucket_len(bucket)  # type: ignore[arg-type]
+                size = bucket_len(bucket)
                 if best < 0 or size < best:
-                    best, candidates = size, bucket_ids(bucket)  # type: ignore[arg-type]
+                    best, candidates = size, bucket_ids(bucket)
                     if size == 0:
                         return iter(())
         if candidates is None:

@@ -8,9 +8,12 @@ controller, which receives the reports of all workers and nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._stats import Gate, decide
+
+if TYPE_CHECKING:
+    from faultbench.kernel import Event, EventDiff
 
 __all__ = ["Group", "Run", "Tally", "closest_passing", "render_group"]
 
@@ -145,7 +148,7 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
     failing = group.failing()
-    decoded: dict[int, list[Any]] = {}
+    decoded: dict[int, list[Event]] = {}
     for n, run in enumerate(failing):
         calls = run.summary if run.summary else "(no calls)" if run.events else "(no world)"
         tag = " (tolerated)" if run.tolerated else ""
@@ -177,7 +180,7 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
     return lines
 
 
-def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Any]]) -> list[str]:
+def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Event]]) -> list[str]:
     """The event-log diff of `run` against the passing run of its group closest to it."""
     if run.events is None:
         return []
@@ -194,11 +197,11 @@ def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Any]]) -> list
 def closest_passing(
     group: Group,
     run: Run,
-    decoded: dict[int, list[Any]],
+    decoded: dict[int, list[Event]],
     *,
     max_lines: int = DIFF_LINES,
     candidates: int | None = None,
-) -> tuple[Run, Any] | None:
+) -> tuple[Run, EventDiff] | None:
     """The passing run of `group` whose event log is closest to `run`'s, and the `EventDiff`
     (passing run: a, `run`: b); None without a passing run. `candidates` bounds the runs
     compared, nearest in log length first (a large group's report stays linear)."""
@@ -219,7 +222,7 @@ def closest_passing(
     return best
 
 
-def _events(run: Run, decoded: dict[int, list[Any]]) -> list[Any]:
+def _events(run: Run, decoded: dict[int, list[Event]]) -> list[Event]:
     got = decoded.get(run.index)
     if got is None:
         from faultbench.kernel import decode_events

@@ -185,7 +185,7 @@ def fault_inject(
                     await fn(*args, **kwargs)
                 raise failure(decision)
 
-            ainjected.injected = stats  # type: ignore[attr-defined]
+            ainjected.injected = stats  # type: ignore[attr-defined]  # a documented attribute of the wrapper
             return ainjected
 
         @functools.wraps(fn)
@@ -200,7 +200,7 @@ def fault_inject(
                 fn(*args, **kwargs)
             raise failure(decision)
 
-        injected.injected = stats  # type: ignore[attr-defined]
+        injected.injected = stats  # type: ignore[attr-defined]  # a documented attribute of the wrapper
         return injected
 
     return decorate

@@ -122,9 +122,10 @@ class _Turns:
         self.before = len(self.world.trace)
         if self.setup.persona is not None:
             kwargs.setdefault("persona", self.setup.persona)
-        return self.setup.turn_faults.before(
+        fault: BaseException | None = self.setup.turn_faults.before(
             self.world, self.fault_seed, turn, self.setup.max_turns
         )
+        return fault
 
     def end(self, turn: int, value: Any, error: BaseException | None) -> None:
         calls: list[CallResult] = self.world.trace.calls[self.before :]
