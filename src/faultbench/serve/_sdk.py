@@ -29,7 +29,8 @@ What differs, and how it is bridged:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "Server",
     "TransportSecurityMiddleware",
     "TransportSecuritySettings",
+    "connect_in_process",
     "dump",
     "init_server",
     "stdio_server",
@@ -206,19 +208,49 @@ def streamable_http_app(
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    manager = StreamableHTTPSessionManager(
-        app=server,
-        json_response=True,
-        security_settings=security,
-        session_idle_timeout=session_idle_timeout,
-    )
+    # The manager makes its anyio locks when it is created, and an anyio lock made outside
+    # any event loop belongs to asyncio: it is made in the lifespan, on the server's loop
+    # (trio under `faultbench serve`).
+    box: dict[str, StreamableHTTPSessionManager] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        manager = StreamableHTTPSessionManager(
+            app=server,
+            json_response=True,
+            security_settings=security,
+            session_idle_timeout=session_idle_timeout,
+        )
+        async with manager.run():
+            box["manager"] = manager
+            try:
+                yield
+            finally:
+                del box["manager"]
 
     class _Endpoint:
         # A class instance (not a function) so that Starlette routes the raw ASGI call to it.
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            await manager.handle_request(scope, receive, send)
+            await box["manager"].handle_request(scope, receive, send)
 
-    return Starlette(
-        routes=[Route(path, endpoint=_Endpoint()), *routes],
-        lifespan=lambda app: manager.run(),
-    )
+    return Starlette(routes=[Route(path, endpoint=_Endpoint()), *routes], lifespan=lifespan)
+
+
+# --- a client in this process ---------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def connect_in_process(server: Any) -> AsyncIterator[Any]:
+    """The SDK's own client connected to `server` in this process: 2.x's `mcp.Client(server)`,
+    1.x's `ClientSession` over memory streams (initialized). Both answer `list_tools()` and
+    `call_tool(name, arguments, meta=...)` with the SDK's result models."""
+    if MCP_MAJOR >= 2:
+        import mcp
+
+        async with mcp.Client(server) as client:
+            yield client
+        return
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    async with create_connected_server_and_client_session(server) as session:
+        yield session
