@@ -158,7 +158,7 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "faultbench-scripted"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
     def _generate(

@@ -30,6 +30,7 @@ What differs, and how it is bridged:
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -250,7 +251,7 @@ async def connect_in_process(server: Any) -> AsyncIterator[Any]:
         async with mcp.Client(server) as client:
             yield client
         return
-    from mcp.shared.memory import create_connected_server_and_client_session
-
-    async with create_connected_server_and_client_session(server) as session:
+    # 1.x only (2.x's own module has no such function), hence looked up, not imported by name
+    memory: Any = importlib.import_module("mcp.shared.memory")
+    async with memory.create_connected_server_and_client_session(server) as session:
         yield session
