@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -216,12 +217,12 @@ def streamable_http_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
-        manager = StreamableHTTPSessionManager(
-            app=server,
-            json_response=True,
-            security_settings=security,
-            session_idle_timeout=session_idle_timeout,
-        )
+        options: dict[str, Any] = {"json_response": True, "security_settings": security}
+        # Idle sessions end on their own from the release that added the option (mcp 1.24
+        # keeps them until the client ends them or the server stops).
+        if "session_idle_timeout" in inspect.signature(StreamableHTTPSessionManager).parameters:
+            options["session_idle_timeout"] = session_idle_timeout
+        manager = StreamableHTTPSessionManager(app=server, **options)
         async with manager.run():
             box["manager"] = manager
             try:
