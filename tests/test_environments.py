@@ -23,7 +23,7 @@ def installed(module: str) -> bool:
 def test_this_environment_has_its_frameworks():
     expected = MCP1 if MCP_VERSION.startswith("1.") else MAIN
     assert [m for m in expected if not installed(m)] == []
-    assert MCP_VERSION == version("mcp")
+    assert version("mcp") == MCP_VERSION
 
 
 def test_the_mcp_1x_frameworks_are_not_in_the_2x_environment():

@@ -84,7 +84,8 @@ def http_url(timing_out):
 
 async def test_over_http(http_url, timing_out):
     output = await run(await McpToolSpec(client=BasicMCPClient(http_url)).to_tool_list_async())
-    assert "is_error=True" in output and "504 Gateway Timeout" in output
+    assert "is_error=True" in output
+    assert "504 Gateway Timeout" in output
     assert [r.amount for r in timing_out.refunds.where(order_id="1")] == [5.0]
 
 
