@@ -55,6 +55,7 @@ try:
         MessageRole,
         Model,
     )
+    from smolagents.monitoring import LogLevel
     from smolagents.utils import AgentMaxStepsError
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("smolagents", error) from error
@@ -173,7 +174,7 @@ async def run_agent(
                 model=model,
                 instructions=system_prompt,
                 max_steps=max_steps,
-                verbosity_level=agent_kwargs.pop("verbosity_level", 0),
+                verbosity_level=agent_kwargs.pop("verbosity_level", LogLevel.OFF),
                 **agent_kwargs,
             )
             result = agent.run(prompt, return_full_result=True)
