@@ -21,7 +21,8 @@ import statistics
 import textwrap
 import time
 
-from faultbench.kernel import World, load_spec
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import load_spec
 
 WORLD = textwrap.dedent(
     """

@@ -29,9 +29,9 @@ from faultbench.kernel import (
     WorldCreated,
     apply,
     encode_events,
-    load_spec,
     replay,
 )
+from faultbench.kernel.lowlevel import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD_FILE = ROOT / "tests" / "worlds" / "kernel_shop.yaml"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from faultbench.kernel import generate_rows, load_spec
+from faultbench.kernel.lowlevel import generate_rows, load_spec
 
 RUNS = 30
 TARGET_MS = 5.0

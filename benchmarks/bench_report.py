@@ -34,9 +34,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.testing.chromium import CHROMIUM, body_attribute, dump_dom  # noqa: E402
 
-from faultbench.kernel import World, encode_events, load_spec  # noqa: E402
-from faultbench.testing._html import write_report  # noqa: E402
-from faultbench.testing._report import Group, Run  # noqa: E402
+from faultbench.kernel import World, encode_events  # noqa: E402
+from faultbench.kernel.lowlevel import load_spec  # noqa: E402
+from faultbench.testing._artifacts._html import write_report  # noqa: E402
+from faultbench.testing._gate._report import Group, Run  # noqa: E402
 
 SPEC = load_spec(ROOT / "tests" / "testing" / "shop" / "world.yaml")
 RULES = {

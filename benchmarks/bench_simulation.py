@@ -24,7 +24,8 @@ import time
 
 import faultbench
 from faultbench import InjectedFault
-from faultbench.kernel import World, empty_spec
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import empty_spec
 from faultbench.testing import fault_inject, repeat, scenario
 
 TARGET_S = 0.05

@@ -295,7 +295,8 @@ def this_work(which):
     # benchmarks/bench_simulation.py's two workloads
     import faultbench
     from faultbench import InjectedFault
-    from faultbench.kernel import World, empty_spec
+    from faultbench.kernel import World
+    from faultbench.kernel.lowlevel import empty_spec
     from faultbench.testing import fault_inject, repeat, scenario
     if which == "fault_inject":
         @fault_inject(error_rate=0.1, latency_jitter_ms=200, seed=42)

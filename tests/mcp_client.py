@@ -18,7 +18,9 @@ from typing import Any
 
 import mcp
 
-from faultbench.serve._sdk import MCP_MAJOR
+from faultbench.serve import MCP_VERSION
+
+MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
 
 __all__ = ["MCP_MAJOR", "open_client", "snake"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from faultbench import WorldFileError
-from faultbench.kernel import load_spec
+from faultbench.kernel.lowlevel import load_spec
 from faultbench.serve import MCP_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,9 +7,11 @@ import pytest
 
 import faultbench
 from faultbench.integrations import Reply, ToolCall
-from faultbench.serve._sdk import MCP_MAJOR
+from faultbench.serve import MCP_VERSION
 
 from ..serve.serve_helpers import ServeProcess
+
+MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
 
 SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
 

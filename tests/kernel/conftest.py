@@ -8,7 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from faultbench.kernel import World, WorldSpec, load_spec
+from faultbench.kernel import World, WorldSpec
+from faultbench.kernel.lowlevel import load_spec
 
 WORLD_FILE = Path(__file__).parents[1] / "worlds" / "kernel_shop.yaml"
 T0 = datetime(2025, 6, 1, tzinfo=UTC)

@@ -60,17 +60,25 @@ RETURNED_TYPES = {
     "SourceError",
     "RecordError",
     "ClockOverflow",
+    # the union `decode_events` returns
+    "AnyEvent",
     # a line of an append-only log file (serve --events), never in a world's log
     "LogRewound",
 }
 
 
-#: Exported for the shells (serve, the CLI commands, benchmarks), so that nothing outside the
+#: DESIGN.md names these too, in its simulation section: the current world, and how code
+#: outside a World sets it.
+CURRENT_WORLD = {"current_world", "using_world"}
+
+
+#: `faultbench.kernel.lowlevel`: what the shells (serve, the CLI commands, the pytest plugin,
+#: the simulation API, benchmarks) need beyond the user API, so that nothing outside the
 #: kernel imports a `faultbench.kernel._*` module (an import-linter contract checks it): the
-#: world file readers, the event union a decoder takes, seed rows and fault rules of a spec
-#: without a World, and the kernel's one way to write times, values and hints.
-SHELL_NAMES = {
-    # a run's faults read back from its log as script entries (shrinking)
+#: world file readers, seed rows and fault rules of a spec without a World, the fault
+#: registry, a run's faults read back from its log, and the kernel's one way to write times,
+#: values, ids and hints.
+LOWLEVEL_NAMES = {
     "FaultPin",
     "faults_received",
     "pin_block",
@@ -81,7 +89,6 @@ SHELL_NAMES = {
     "parse_faults",
     "render_faults",
     "parse_duration",
-    "AnyEvent",
     "generate_rows",
     "effective_rule",
     "operation_args",
@@ -89,12 +96,9 @@ SHELL_NAMES = {
     "show_repr",
     "did_you_mean",
     "format_value",
-    "natural_key",
+    "format_event",
+    "id_order",
     "add_log_line",
-    # the simulation API (faultbench.testing): the current world, tools defined in code, and
-    # fault decisions for callables outside a world file
-    "current_world",
-    "using_world",
     "add_tools",
     "empty_spec",
     "InjectionPlan",
@@ -106,7 +110,7 @@ def test_kernel_all_lists_the_design_names_and_each_resolves():
     names = set(faultbench.kernel.__all__)
     # Exact: a new public name is a decision (DESIGN.md, RETURNED_TYPES or SHELL_NAMES), not
     # an accident.
-    assert names == DESIGN_NAMES | RETURNED_TYPES | SHELL_NAMES
+    assert names == DESIGN_NAMES | RETURNED_TYPES | CURRENT_WORLD
     assert len(names) == len(faultbench.kernel.__all__)
     for name in names:
         assert getattr(faultbench.kernel, name) is not None
@@ -120,8 +124,8 @@ def test_package_reexports_the_kernel():
 
 
 def test_the_kernel_names_are_the_real_objects():
-    from faultbench.kernel._replay import replay
-    from faultbench.kernel._world import World, load_world
+    from faultbench.kernel._world._replay import replay
+    from faultbench.kernel._world._world import World, load_world
 
     assert faultbench.World is World
     assert faultbench.load_world is load_world
@@ -140,3 +144,18 @@ def test_nothing_public_outside_all():
             if not isinstance(getattr(module, n), types.ModuleType)
         }
         assert extra == set(), module.__name__
+
+
+def test_lowlevel_lists_the_shell_names_and_each_resolves():
+    import faultbench.kernel.lowlevel as lowlevel
+
+    names = set(lowlevel.__all__)
+    assert names == LOWLEVEL_NAMES
+    assert len(names) == len(lowlevel.__all__)
+    for name in names:
+        assert getattr(lowlevel, name) is not None
+    # the two doors never overlap: a name is either the user's or the shells'
+    assert names.isdisjoint(faultbench.kernel.__all__)
+    # (pytest's assertion rewriting adds `@py_*` names to modules of a plugin's distribution)
+    public = {n for n in dir(lowlevel) if not n.startswith(("_", "@"))}
+    assert public == names

@@ -7,7 +7,8 @@ from typing import Literal
 import pytest
 
 import faultbench
-from faultbench import ReplayError, World, add_tools, empty_spec, encode_events, replay
+from faultbench import ReplayError, World, encode_events, replay
+from faultbench.kernel.lowlevel import add_tools, empty_spec
 
 README = "examples/readme/world.yaml"
 
@@ -46,7 +47,9 @@ def test_a_handler_taking_world_and_clock_is_used_as_it_is():
 
 
 def test_tools_join_a_world_file_and_its_fault_rules_apply():
-    spec = add_tools(faultbench.load_spec(README), {"lookup": lookup}, service="payments")
+    spec = add_tools(
+        faultbench.kernel.lowlevel.load_spec(README), {"lookup": lookup}, service="payments"
+    )
     world = World.from_spec(spec)
     world.set_faults({"payments.*": {"errors": {"http_503": 1.0}}})
     failed = world.call("lookup", {"city": "Oslo"})
@@ -58,7 +61,7 @@ def test_tools_join_a_world_file_and_its_fault_rules_apply():
 
 
 def test_bad_tools_are_refused_clearly():
-    spec = faultbench.load_spec(README)
+    spec = faultbench.kernel.lowlevel.load_spec(README)
     with pytest.raises(ValueError, match="already has a tool named 'get_order'"):
         add_tools(spec, {"get_order": lookup})
     with pytest.raises(ValueError, match="tool name"):

@@ -19,9 +19,9 @@ from faultbench.kernel import (
     RecordCreated,
     World,
     encode_events,
-    load_spec,
     replay,
 )
+from faultbench.kernel.lowlevel import load_spec
 
 SPEC = load_spec(Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml")
 T0 = datetime(2025, 6, 1, tzinfo=UTC)

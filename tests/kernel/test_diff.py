@@ -23,7 +23,7 @@ from faultbench.kernel import (
     diff_events,
     encode_events,
 )
-from faultbench.kernel._diff import (
+from faultbench.kernel._inspect._diff import (
     FieldChange,
     RecordAdded,
     RecordChanged,

@@ -16,7 +16,7 @@ import pytest
 
 from faultbench.commands import check
 from faultbench.kernel import World
-from faultbench.kernel._faultkinds import (
+from faultbench.kernel._faults._kinds import (
     EFFECTS,
     ERROR_KINDS,
     FAILURE_KINDS,
@@ -25,7 +25,7 @@ from faultbench.kernel._faultkinds import (
     kind,
     kinds_with_option,
 )
-from faultbench.kernel._loader import load_spec, parse_faults, render_faults
+from faultbench.kernel._spec._reader import load_spec, parse_faults, render_faults
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP_PATH = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
@@ -184,7 +184,7 @@ def test_every_kind_executes_as_its_record_says(k):
 
 
 def test_the_pipeline_executes_every_effect_the_registry_names():
-    from faultbench.kernel import _pipeline
-    from faultbench.kernel._faultkinds import EFFECTS
+    from faultbench.kernel._calls import _pipeline
+    from faultbench.kernel._faults._kinds import EFFECTS
 
     assert set(_pipeline._EFFECTS) == set(EFFECTS)

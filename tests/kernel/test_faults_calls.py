@@ -14,14 +14,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from faultbench.kernel import (
-    World,
-    WorldFileError,
-    decode_events,
-    encode_events,
-    load_spec,
-    replay,
-)
+from faultbench.kernel import World, WorldFileError, decode_events, encode_events, replay
+from faultbench.kernel.lowlevel import load_spec
 
 WORLD = Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml"
 SPEC = load_spec(WORLD)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from faultbench.kernel import load_spec, parse_faults
-from faultbench.kernel._faults import FaultPlan
-from faultbench.kernel._spec import ERROR_KINDS
+from faultbench.kernel._faults._kinds import ERROR_KINDS
+from faultbench.kernel._faults._plan import FaultPlan
+from faultbench.kernel.lowlevel import load_spec, parse_faults
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FAULTS.md"
 FENCE = re.compile(r"^```yaml[^\n]*\n(.*?)^```", re.S | re.M)

@@ -12,17 +12,10 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from faultbench.kernel import effective_rule
-from faultbench.kernel._faults import FaultDecision, FaultPlan, created_field
-from faultbench.kernel._spec import (
-    ErrorRule,
-    FaultRule,
-    FieldSpec,
-    Latency,
-    OperationSpec,
-    RateLimit,
-    RecordSpec,
-)
+from faultbench.kernel._faults._plan import FaultDecision, FaultPlan, created_field
+from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency, RateLimit
+from faultbench.kernel._spec._types import FieldSpec, OperationSpec, RecordSpec
+from faultbench.kernel.lowlevel import effective_rule
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 REFUND = OperationSpec(name="issue_refund", service="payments", kind="create", record="refund")
@@ -85,8 +78,9 @@ def test_decisions_are_identical_across_processes_with_different_hash_seeds():
         """
         from datetime import datetime, timezone
         import msgspec
-        from faultbench.kernel._faults import FaultPlan
-        from faultbench.kernel._spec import ErrorRule, FaultRule, Latency, OperationSpec
+        from faultbench.kernel._faults._plan import FaultPlan
+        from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency
+        from faultbench.kernel._spec._types import OperationSpec
         rules = {
             "default": FaultRule(latency=Latency("lognormal", p50_ms=80, p99_ms=900)),
             "payments.issue_refund": FaultRule(
@@ -449,7 +443,7 @@ def test_may_fault_is_false_only_when_the_plan_surely_leaves_the_operation_alone
 
 
 def test_a_fault_target_decides_exactly_as_the_operation_spec_it_names():
-    from faultbench.kernel._faults import FaultTarget
+    from faultbench.kernel._faults._plan import FaultTarget
 
     target = FaultTarget(service="orders", name="get_order", kind="get", record="order")
     assert target.qualname == GET_ORDER.qualname

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import faultbench
-from faultbench.kernel import WorldFileError, decode_events, encode_events, load_spec
+from faultbench.kernel import WorldFileError, decode_events, encode_events
+from faultbench.kernel.lowlevel import load_spec
 
 WORLDS = Path(__file__).parent.parent / "worlds"
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 import faultbench
-from faultbench import INJECTABLE_KINDS, InjectionPlan, current_world, using_world
+from faultbench import current_world, using_world
+from faultbench.kernel.lowlevel import INJECTABLE_KINDS, InjectionPlan
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 

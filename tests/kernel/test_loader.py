@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel import WorldFileError, load_spec
-from faultbench.kernel._loader import merged_rule
-from faultbench.kernel._spec import DEFAULT_CLOCK_START, ErrorRule, Latency, RateLimit
+from faultbench.kernel import WorldFileError
+from faultbench.kernel._faults._types import ErrorRule, Latency, RateLimit
+from faultbench.kernel._spec._reader import merged_rule
+from faultbench.kernel._spec._types import DEFAULT_CLOCK_START
+from faultbench.kernel.lowlevel import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 WORLDS = ROOT / "tests" / "worlds"
@@ -397,7 +399,7 @@ def test_yaml_merge_keys_and_anchors_are_supported():
 
 
 def test_the_pure_python_parser_gives_the_same_result(monkeypatch):
-    from faultbench.kernel import _yaml
+    from faultbench.kernel._spec import _yaml
 
     fast = load_spec(WORLDS / "full.yaml")
     monkeypatch.setattr(_yaml, "_COMPOSERS", (_yaml._PyComposer,))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel import WorldFileError, load_spec
+from faultbench.kernel import WorldFileError
+from faultbench.kernel.lowlevel import load_spec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "WORLDS.md"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)

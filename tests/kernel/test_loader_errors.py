@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel import WorldFileError, load_spec
+from faultbench.kernel import WorldFileError
+from faultbench.kernel.lowlevel import load_spec
 
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (

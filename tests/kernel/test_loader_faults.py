@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from faultbench.kernel import WorldFileError, load_spec, parse_duration, parse_faults
-from faultbench.kernel._loader import merged_rule
-from faultbench.kernel._spec import ErrorRule, FaultRule, Latency, RateLimit
+from faultbench.kernel import WorldFileError
+from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency, RateLimit
+from faultbench.kernel._spec._reader import merged_rule
+from faultbench.kernel.lowlevel import load_spec, parse_duration, parse_faults
 
 WORLD = """\
 services:

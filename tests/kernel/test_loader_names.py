@@ -2,8 +2,8 @@
 
 import pytest
 
-from faultbench.kernel import did_you_mean
-from faultbench.kernel._names import plural
+from faultbench.kernel._text._names import plural
+from faultbench.kernel.lowlevel import did_you_mean
 
 
 @pytest.mark.parametrize(

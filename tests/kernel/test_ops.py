@@ -349,8 +349,8 @@ def test_messages_quote_agent_input_short(world, tool, args, kind, shown):
 
 
 def test_long_values_are_cut_with_their_size():
-    from faultbench.kernel import show_repr
-    from faultbench.kernel._show import show_value
+    from faultbench.kernel._text._show import show_value
+    from faultbench.kernel.lowlevel import show_repr
 
     assert show_value(MEGA) == '"' + "x" * 196 + "... (1000000 characters)"
     assert show_repr(MEGA) == "'" + "x" * 200 + "...' (1000000 characters)"

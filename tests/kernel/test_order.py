@@ -16,9 +16,9 @@ from faultbench.kernel import (
     encode_events,
     replay,
 )
-from faultbench.kernel._faultkinds import REFUSED_KINDS
-from faultbench.kernel._order import IdSet, id_order
-from faultbench.kernel._pipeline import admitted_since
+from faultbench.kernel._calls._pipeline import admitted_since
+from faultbench.kernel._faults._kinds import REFUSED_KINDS
+from faultbench.kernel._store._indexes import IdSet, id_order
 
 from .conftest import make_shop_spec
 

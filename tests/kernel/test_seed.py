@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from faultbench.kernel import generate_rows, load_spec
+from faultbench.kernel.lowlevel import generate_rows, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
@@ -58,8 +58,8 @@ def digest(rows) -> str:
 SCRIPT = """\
 import hashlib, sys
 import msgspec
-from faultbench.kernel import load_spec
-from faultbench.kernel import generate_rows
+from faultbench.kernel.lowlevel import load_spec
+from faultbench.kernel.lowlevel import generate_rows
 spec = load_spec(sys.argv[1])
 print(hashlib.sha256(msgspec.json.encode(generate_rows(spec, int(sys.argv[2])))).hexdigest())
 """
@@ -311,7 +311,7 @@ def test_names_and_titles_follow_their_record():
         """
     )
     rows = generate_rows(spec, 2)
-    from faultbench.kernel._seed import _BOOKS, _COMPANIES, _PRODUCTS, _TITLES
+    from faultbench.kernel._spec._rows import _BOOKS, _COMPANIES, _PRODUCTS, _TITLES
 
     assert {b["title"] for b in rows["book"]} <= set(_BOOKS)
     assert all(re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", b["author"]) for b in rows["book"])

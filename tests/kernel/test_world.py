@@ -19,7 +19,7 @@ from faultbench.kernel import (
     World,
     WorldCreated,
 )
-from faultbench.kernel._spec import WORLD_ATTRIBUTES
+from faultbench.kernel._spec._types import WORLD_ATTRIBUTES
 
 from .conftest import T0
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import faultbench
 from faultbench.cli import main
-from faultbench.kernel import WorldFileError, encode_events, load_spec
+from faultbench.kernel import WorldFileError, encode_events
+from faultbench.kernel.lowlevel import load_spec
 
 from .conftest import size
 

@@ -9,7 +9,7 @@ import faultbench
 # pytester's in-process runs (`runpytest()`) take modules first imported during the run out of
 # sys.modules afterwards. The world-file reader (and pyyaml under it) is imported lazily, so
 # load it now: a second copy would hold other yaml node classes than the first.
-faultbench.load_spec(Path(__file__).parent / "worlds" / "refund.yaml")
+faultbench.kernel.lowlevel.load_spec(Path(__file__).parent / "worlds" / "refund.yaml")
 
 HERE = Path(__file__).parent
 WORLD = HERE / "worlds" / "refund.yaml"

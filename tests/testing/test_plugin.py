@@ -225,7 +225,7 @@ def test_one_run_id_replays_that_run_exactly_and_events_replay_to_its_hash(fb):
     for case in ET.parse(fb.path / "all.xml").iter("testcase"):
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         hashes[int(props["faultbench_run"])] = props["faultbench_state_hash"]
-    spec = faultbench.load_spec(fb.path / "world.yaml")
+    spec = faultbench.kernel.lowlevel.load_spec(fb.path / "world.yaml")
     for run, expected in hashes.items():
         events = faultbench.decode_events(
             (fb.path / "all" / f"test_refund.py.test_refund.run{run}.jsonl").read_bytes()
@@ -253,7 +253,9 @@ def test_faults_marker_rules_reach_the_log_and_replay_reproduces_them(fb):
     assert changed[0].rules == {"payments.issue_refund": {"script": {"1": "timeout"}}}
     # Replayed, the world is under the same rules: its next issue_refund (k=3) is fault-free,
     # and a fresh world from the same log prefix times out on k=1 again.
-    replayed = faultbench.replay(faultbench.load_spec(fb.path / "world.yaml"), events)
+    replayed = faultbench.replay(
+        faultbench.kernel.lowlevel.load_spec(fb.path / "world.yaml"), events
+    )
     assert replayed.trace.summary() == "get_order → issue_refund!timeout → issue_refund"
     assert set(replayed.fault_rules) == {"payments.issue_refund"}
 

@@ -11,6 +11,8 @@ import sys
 import pytest
 
 HEAVY = {"mcp", "trio", "anyio", "hypercorn", "faultbench.serve"}
+# nor the parts of faultbench.testing a test did not use: the simulation API, the HTML report
+UNUSED = {"faultbench.testing._simulation", "faultbench.testing._artifacts._html"}
 
 @pytest.mark.world("world.yaml")
 @pytest.mark.faults()
@@ -18,6 +20,7 @@ HEAVY = {"mcp", "trio", "anyio", "hypercorn", "faultbench.serve"}
 def test_world_without_a_server(world, trace, clock, faults, faultbench_run):
     world.call("get_order", {"id": "1"})
     assert HEAVY.isdisjoint(sys.modules), sorted(HEAVY & set(sys.modules))
+    assert UNUSED.isdisjoint(sys.modules), sorted(UNUSED & set(sys.modules))
 
 @pytest.mark.world("world.yaml")
 def test_z_server_imports_them_when_asked(mcp_server):
@@ -41,6 +44,7 @@ def test_public_names():
         "CONFUSED_USER",
         "COOPERATIVE_USER",
         "Conversation",
+        "DEFAULT_BUDGET",
         "FRIENDLY_USER",
         "Faults",
         "Gate",
@@ -51,12 +55,15 @@ def test_public_names():
         "MockTool",
         "MockToolRegistry",
         "Persona",
+        "Probe",
+        "ProbeError",
         "RepeatResult",
         "Run",
         "RunInfo",
         "RunOutcome",
         "ScenarioResult",
         "ScriptedUser",
+        "ShrinkResult",
         "SimulatedUser",
         "Turn",
         "current_run",
@@ -65,10 +72,15 @@ def test_public_names():
         "fault_inject",
         "mock_tool",
         "pass_hat_k",
+        "probe_pytest",
+        "read_session",
         "repeat",
         "required_passes",
         "scenario",
+        "shrink",
+        "spec_of",
         "wilson_interval",
+        "write_report",
     ]
     for name in faultbench.testing.__all__:
         assert getattr(faultbench.testing, name) is not None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.testing._html import REPORT_FILE
+from faultbench.testing._artifacts._html import REPORT_FILE
 
 from .chromium import CHROMIUM, MISSING, body_attribute, dump_dom, screenshot
 from .test_report_html import blocks, shop_session
@@ -59,9 +59,10 @@ def test_chromium_shows_the_failing_run_its_faults_and_its_diff(pytester):
 
 
 def test_a_run_of_ten_thousand_calls_is_drawn(tmp_path):
-    from faultbench.kernel import World, encode_events, load_spec
-    from faultbench.testing._html import write_report
-    from faultbench.testing._report import Group, Run
+    from faultbench.kernel import World, encode_events
+    from faultbench.kernel.lowlevel import load_spec
+    from faultbench.testing._artifacts._html import write_report
+    from faultbench.testing._gate._report import Group, Run
 
     world = World.from_spec(load_spec(Path(__file__).parent / "shop" / "world.yaml"), run=1)
     for n in range(10_000):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.testing._html import REPORT_FILE
+from faultbench.testing._artifacts._html import REPORT_FILE
 
 SHOP = Path(__file__).parent / "shop"
 

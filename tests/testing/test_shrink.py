@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from faultbench.kernel import World, load_spec
-from faultbench.testing._shrink import Pin, ddmin, faults_received, pin_block, shrink
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import load_spec
+from faultbench.testing._artifacts._shrink import Pin, ddmin, faults_received, pin_block, shrink
 
 SHOP = Path(__file__).parent / "shop"
 SPEC = load_spec(SHOP / "world.yaml")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from faultbench.testing import decide, pass_hat_k, required_passes, wilson_interval
-from faultbench.testing._stats import decided
+from faultbench.testing._gate._stats import decided
 
 
 def test_wilson_interval_matches_the_textbook_values():

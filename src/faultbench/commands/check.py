@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_or_report(path: str):
     """The WorldSpec of `path`, or None after printing why it cannot be loaded."""
-    from faultbench.kernel import WorldFileError, load_spec
+    from faultbench.kernel import WorldFileError
+    from faultbench.kernel.lowlevel import load_spec
 
     try:
         return load_spec(path)
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     spec = load_or_report(args.world)
     if spec is None:
         return 2
-    from faultbench.kernel import generate_rows
+    from faultbench.kernel.lowlevel import generate_rows
 
     rows = generate_rows(spec, spec.seed)
     sys.stdout.write("\n".join(summary(spec, rows, args.world)) + "\n")
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
-    from faultbench.kernel import effective_rule, operation_args
+    from faultbench.kernel.lowlevel import effective_rule, operation_args
 
     total_rows = sum(len(r) for r in rows.values())
     yield f"world {spec.name} ({path})"
@@ -121,7 +122,7 @@ def describe_rule(rule: Any) -> str:
 
 def _options(e: Any) -> str:
     """An error's `commit:` and its kind's options, as the registry phrases them."""
-    from faultbench.kernel import fault_kind
+    from faultbench.kernel.lowlevel import fault_kind
 
     notes = []
     if e.commit is not None:
@@ -192,6 +193,6 @@ def _secs(seconds: float) -> str:
 
 
 def _time(dt: datetime) -> str:
-    from faultbench.kernel import iso_time
+    from faultbench.kernel.lowlevel import iso_time
 
     return iso_time(dt)

@@ -81,7 +81,8 @@ def read_events(
     """
     import msgspec
 
-    from faultbench.kernel import AnyEvent, add_log_line
+    from faultbench.kernel import AnyEvent
+    from faultbench.kernel.lowlevel import add_log_line
 
     decoder = msgspec.json.Decoder(AnyEvent)
     try:
@@ -279,11 +280,11 @@ def _in_field_order(row: dict, record) -> dict:
 
 
 def _print_tables(tables: dict) -> None:
-    from faultbench.kernel import format_value, natural_key
+    from faultbench.kernel.lowlevel import format_value, id_order
 
     for name, rows in tables.items():
         rows = rows if isinstance(rows, dict) else {str(r.get("id")): r for r in rows}
         print(f"{name} ({len(rows)} record{'' if len(rows) == 1 else 's'})")
-        for rid in sorted(rows, key=natural_key):
+        for rid in sorted(rows, key=id_order):
             fields = {k: v for k, v in rows[rid].items() if k != "id"}
             print(f"  {rid} {format_value(fields)}")

@@ -33,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from faultbench.testing._html import write_report
-    from faultbench.testing._sessionfile import read_session
+    from faultbench.testing import read_session, write_report
 
     directory = Path(args.events_dir)
     try:

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.token is None:  # the environment's token applies to --http only, silently
         args.token = os.environ.get("FAULTBENCH_TOKEN") if args.http else None
     if args.http:
-        from faultbench.serve._http import is_loopback
+        from faultbench.serve import is_loopback
 
         if not is_loopback(args.host) and not args.token:
             return _usage(
@@ -116,13 +116,12 @@ def run(args: argparse.Namespace) -> int:
 
     import trio
 
-    from faultbench.serve import build_server
-    from faultbench.serve._journal import Journals
+    from faultbench.serve import Journals, build_server
 
     server = build_server(world, isolate=args.isolate)
     sock = None
     if args.http:
-        from faultbench.serve._http import ListenError, listen_socket
+        from faultbench.serve import ListenError, listen_socket
 
         try:
             sock = listen_socket(args.host, args.port)
@@ -188,7 +187,7 @@ async def _on_signal(stop) -> None:
 async def _serve_stdio(server, args) -> None:
     import trio
 
-    from faultbench.serve._stdio import serve_stdio
+    from faultbench.serve import serve_stdio
 
     log.info("serving %s over stdio (%d tools)", server.world.name, len(server.world.tools))
     if sys.stdin.isatty():
@@ -209,7 +208,7 @@ async def _serve_stdio(server, args) -> None:
 async def _serve_http(server, args, journal, sock) -> None:
     import trio
 
-    from faultbench.serve._http import build_app, serve_http
+    from faultbench.serve import build_app, serve_http
 
     app = build_app(server, host=args.host, token=args.token, journal=journal)
     stopping = trio.Event()

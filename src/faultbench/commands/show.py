@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     names = list(spec.records)
     if args.table:
-        from faultbench.kernel import did_you_mean
+        from faultbench.kernel.lowlevel import did_you_mean
 
         chosen = []
         for wanted in args.table:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             chosen.append(record)
         names = list(dict.fromkeys(chosen))
 
-    from faultbench.kernel import generate_rows
+    from faultbench.kernel.lowlevel import generate_rows
 
     seed = spec.seed if args.seed is None else args.seed
     rows = generate_rows(spec, seed)
@@ -103,7 +103,7 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, datetime):
-        from faultbench.kernel import iso_time
+        from faultbench.kernel.lowlevel import iso_time
 
         text = iso_time(value)
     elif isinstance(value, float):

@@ -17,7 +17,7 @@ HELP = "find the smallest subset of a failing run's faults that still fails it (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from faultbench.testing._shrink import DEFAULT_BUDGET
+    from faultbench.testing import DEFAULT_BUDGET
 
     parser.description = (
         "Re-run one failing pytest run (a node id such as 'tests/test_refund.py::test_refund[run4]')"
@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from faultbench.kernel import decode_events
-    from faultbench.testing._html import spec_of
-    from faultbench.testing._shrink import Probe, ProbeError, faults_received, probe_pytest, shrink
+    from faultbench.kernel.lowlevel import faults_received
+    from faultbench.testing import Probe, ProbeError, probe_pytest, shrink, spec_of
 
     if args.budget < 1:
         print(

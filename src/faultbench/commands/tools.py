@@ -26,11 +26,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     world = World.from_spec(spec, faults=False)
 
-    from faultbench.serve._sdk import dump
-    from faultbench.serve._server import mcp_tool
+    from faultbench.serve import mcp_tool, to_wire
 
     # Wire form, as the installed MCP SDK (1.x or 2.x) lists the tools.
-    tools = [dump(mcp_tool(t)) for t in world.tools]
+    tools = [to_wire(mcp_tool(t)) for t in world.tools]
     if args.json:
         listing = {"tools": tools}
         print(json.dumps(listing, indent=2, ensure_ascii=False))

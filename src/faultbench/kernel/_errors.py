@@ -29,8 +29,19 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ._names import did_you_mean
-from ._show import show_repr
+from ._text._names import did_you_mean
+from ._text._show import show_repr
+
+
+class Location(msgspec.Struct, frozen=True):
+    """Where a spec element was written (1-based), for error messages after loading."""
+
+    path: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
 
 
 class FaultbenchError(Exception):

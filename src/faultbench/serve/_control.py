@@ -42,10 +42,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from faultbench.kernel import (
-    FaultbenchError,
-    FaultsDisabled,
-    encode_events,
+from faultbench.kernel import FaultbenchError, FaultsDisabled, encode_events
+from faultbench.kernel.lowlevel import (
     iso_time,
     parse_duration,
     parse_faults,

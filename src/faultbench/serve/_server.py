@@ -34,7 +34,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from faultbench.kernel import CallResult, ToolCallError, iso_time
+from faultbench.kernel import CallResult, ToolCallError
+from faultbench.kernel.lowlevel import iso_time
 
 from . import _sdk
 from ._sdk import MODERN_PROTOCOL_VERSIONS, Server

@@ -22,11 +22,20 @@ from typing import Any
 
 import pytest
 
-from ._handles import Faults, LiveTrace
-from ._outputs import Outputs, add_output_options, faults_override
-from ._report import Group, Tally, render_group
-from ._runs import FILE_FAULTS, MARKERS, RUN_PARAM, Plan, RunInfo, derive_seed, group_of, run_id
-from ._stats import decided, pass_hat_k
+from ._gate._report import Group, Tally, render_group
+from ._gate._runs import (
+    FILE_FAULTS,
+    MARKERS,
+    RUN_PARAM,
+    Plan,
+    RunInfo,
+    derive_seed,
+    group_of,
+    run_id,
+)
+from ._gate._stats import decided, pass_hat_k
+from ._plugin._handles import Faults, LiveTrace
+from ._plugin._outputs import Outputs, add_output_options, faults_override
 
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()
@@ -154,7 +163,8 @@ def pytest_collection_modifyitems(
 
 def _spec(request: pytest.FixtureRequest, path: Path) -> Any:
     """The parsed world file at `path`, parsed once per session (again if it changed)."""
-    from faultbench.kernel import WorldFileError, load_spec
+    from faultbench.kernel import WorldFileError
+    from faultbench.kernel.lowlevel import load_spec
 
     cache = request.config.stash[SPECS_KEY]
     try:
@@ -218,7 +228,8 @@ def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[A
 def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:
     """Put the `faults` marker's rules in force, as a logged `FaultsChanged` event, so a
     replay of the run's log injects the same faults."""
-    from faultbench.kernel import WorldFileError, render_faults
+    from faultbench.kernel import WorldFileError
+    from faultbench.kernel.lowlevel import render_faults
 
     faults = plan.faults
     override = faults_override(request.config)

@@ -1,0 +1,303 @@
+"""Operations: what each tool does, run inside a transaction.
+
+Every operation runs against a `Transaction`: a private copy of the world's state (free,
+since states are immutable) plus the events written so far. Reads see the transaction's own
+writes; nothing reaches the world until `commit()`. A handler that raises simply leaves its
+transaction behind, so no partial write survives, without any undo code.
+
+`compile_ops(spec)` prepares everything per tool once (validator, schema, runner), so a call
+costs a dict lookup, one `msgspec.convert` and the operation itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .._errors import (
+    HandlerCrashed,
+    HandlerError,
+    InvalidArguments,
+    RecordError,
+    RecordNotFound,
+    ToolCallError,
+    format_traceback,
+    not_found_text,
+)
+from .._spec._schema import Validator, default_description, input_schema, operation_args
+from .._store._book import Book, Draft
+from .._store._clock import VirtualClock
+from .._store._events import Event
+from .._store._tables import Record, Table
+from .._text._keys import id_order
+from .._text._names import did_you_mean
+from ._results import Tool
+
+if TYPE_CHECKING:
+    from .._spec._types import OperationSpec, WorldSpec
+    from .._store._state import State
+
+
+# --- the transaction a call runs in --------------------------------------------------------
+
+
+class Transaction(Draft):
+    """A world-like view for one operation: tables, clock and the spec, reading through its
+    own pending writes. Custom handlers receive it as their `world` argument.
+
+    A `Draft` begun on `parent`'s current state (or on `state`, an earlier one, for a stale
+    read, which never commits). `commit()` adds its events to `parent`; a transaction that is
+    simply dropped leaves nothing behind."""
+
+    def __init__(
+        self,
+        parent: Draft,
+        spec: WorldSpec,
+        seed: int,
+        book: Book,
+        state: State | None = None,
+    ):
+        super().__init__(parent.state if state is None else state, parent.call_id)
+        self._parent = parent
+        self._seed = seed
+        self._book = book
+        self._tables: dict[str, Table] = {}
+        self.spec: WorldSpec = spec
+
+    @property
+    def clock(self) -> VirtualClock:
+        # Made on first use: most operations never look at the time.
+        clock = self.__dict__.get("_clock")
+        if clock is None:
+            clock = self._clock = VirtualClock(self)
+        return clock
+
+    # Read-only facts of the world, as handlers may want them.
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def run(self) -> int:
+        return self.state.settings.run
+
+    @property
+    def events(self) -> list[Event]:
+        """The events this transaction has written so far (not yet in the world's log)."""
+        return list(self.pending)
+
+    def table(self, name: str) -> Table:
+        t = self._tables.get(name)
+        if t is None:
+            rname = self.spec.accessors.get(name, name)
+            rspec = self.spec.records.get(rname)
+            if rspec is None:
+                raise LookupError(_no_table(self.spec, name))
+            t = self._tables[rname] = self._tables[name] = Table(self, rspec)
+        return t
+
+    @property
+    def tables(self) -> dict[str, Table]:
+        return {name: self.table(name) for name in self.spec.records}
+
+    def __getattr__(self, name: str) -> Table:
+        if name in ("call", "acall"):
+            example = next((f"world.{r.plural}.get(id)" for r in self.spec.records.values()), "")
+            raise AttributeError(
+                f"handlers cannot call tools (world.{name}): a call is one transaction with its "
+                f"own fault decision. Read and write records through the tables instead: {example}"
+            )
+        if name.startswith("_") or name not in self.spec.accessors:
+            raise AttributeError(
+                f"the world passed to handlers has no attribute {name!r}."
+                + did_you_mean(
+                    name, [*self.spec.accessors, "table", "tables", "clock"], sentence=True
+                )
+            )
+        return self.table(name)
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        return tables_to_dict(self.state, self.spec.records)
+
+    def running(self, handler: str) -> AbstractContextManager[None]:
+        """While `handler` runs on this transaction, the world refuses direct writes."""
+        return self._book.hold(handler)
+
+    def commit(self) -> list[Event]:
+        """Hand the pending events to the call: its state becomes this transaction's. Nothing
+        may have been written since the transaction began (calls are atomic)."""
+        if self._book.busy is not None:
+            raise self._book.busy_error("world.commit() (a call commits when its handler returns)")
+        self._parent.take(self)
+        return self.pending
+
+
+def tables_to_dict(state: State, order: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """Tables (in `order`, e.g. the spec's record order) as lists of record dicts by id."""
+    tables = state.tables
+    out = {}
+    for name in tables.keys() if order is None else order:
+        rows = tables[name]
+        ix = state.index.get(name)
+        ids = ix.ids if ix is not None and ix.rows is rows else sorted(rows.keys(), key=id_order)
+        out[name] = [dict(rows[i]) for i in ids]
+    return out
+
+
+def _no_table(spec: WorldSpec, name: str) -> str:
+    names = sorted(spec.accessors) or sorted(spec.records)
+    return (
+        f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
+        + did_you_mean(name, names, sentence=True)
+    )
+
+
+# --- compiled operations ---------------------------------------------------------------------
+
+
+class CompiledOp:
+    """One operation, ready to run. `run(tx, args)` returns the operation's value as JSON
+    types (what the agent gets, also what the log keeps); `copy(value)` is an independent
+    copy of such a value, for a `CallResult` (the cheapest one that is deep: a record is a
+    flat dict of scalars, so `dict` copies it entirely)."""
+
+    __slots__ = ("copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator")
+
+    def __init__(self, spec: WorldSpec, op: OperationSpec):
+        args = operation_args(op, spec.records)
+        self.spec = op
+        self.name = op.name
+        self.kind = op.kind
+        self.record: str = op.record or ""  # "" for custom operations, which have none
+        self.validator = Validator(op.name, args)
+        self.tool = Tool(
+            name=op.name,
+            description=default_description(op, spec.records),
+            input_schema=input_schema(args),
+            service=op.service,
+            kind=op.kind,
+            record=op.record,
+        )
+        self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
+        self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
+        self.copy: Callable[[Any], Any] = _copy_record if op.kind in _ONE_RECORD else _copy_json
+
+    # Each runner returns the operation's value as JSON types. A record's fields are scalars
+    # with str keys (Table checks every value), so `_record_json` converts it, and datetimes
+    # become RFC 3339 strings.
+
+    def _not_found(self, exc: RecordNotFound) -> RecordNotFound:
+        """A Table's not-found as this tool answers it: in the words of an injected 404."""
+        return RecordNotFound(
+            not_found_text(self.spec.qualname, exc.table, exc.id), table=exc.table, id=exc.id
+        )
+
+    def _run_get(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        rid = args["id"]
+        data = tx.state.tables[self.record].get(rid)
+        if data is None:
+            raise RecordNotFound(
+                not_found_text(self.spec.qualname, self.record, rid), table=self.record, id=rid
+            )
+        return _record_json(data)
+
+    def _run_list(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        return _record_json(tx.table(self.record).rows(**args))
+
+    def _run_create(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        try:
+            return _record_json(tx.table(self.record).insert(**args).to_dict())
+        except RecordError as exc:
+            raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+
+    def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        rid = args.pop("id")
+        try:
+            return _record_json(tx.table(self.record).update(rid, **args).to_dict())
+        except RecordError as exc:
+            raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+        except RecordNotFound as exc:
+            raise self._not_found(exc) from None
+
+    def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        try:
+            return _record_json(tx.table(self.record).delete(args["id"]).to_dict())
+        except RecordNotFound as exc:
+            raise self._not_found(exc) from None
+
+    def _run_custom(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        where = self.spec.handler or self.name
+        if self.handler is None:
+            raise HandlerCrashed(f"internal error in handler {where}: handler not loaded")
+        try:
+            with tx.running(where):
+                value = self.handler(tx, tx.clock, **args)
+        except RecordNotFound as exc:
+            if exc.table is None:  # the handler's own words
+                raise
+            raise self._not_found(exc) from None  # a Table's: the tool's 404, as for update
+        except ToolCallError:
+            raise
+        except (KeyError, IndexError) as exc:
+            # LookupErrors, but raised by a dict or a list the handler got wrong, not by the
+            # handler refusing the call: a bug, and it must read as one.
+            raise _crashed(where, exc) from exc
+        except (ValueError, LookupError, PermissionError) as exc:
+            raise HandlerError(str(exc) or type(exc).__name__) from exc
+        except Exception as exc:
+            raise _crashed(where, exc) from exc
+        if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
+                value.close()
+            raise HandlerCrashed(
+                f"internal error in handler {where}: it returned an awaitable; handlers are "
+                "plain (sync) functions"
+            )
+        try:
+            return to_json_value(value)
+        except Exception as exc:  # RecursionError for a cyclic value, too
+            raise HandlerCrashed(
+                f"internal error in handler {where}: its return value is not JSON: {exc}"
+            ) from None
+
+
+def _crashed(where: str, exc: Exception) -> HandlerCrashed:
+    err = HandlerCrashed(f"internal error in handler {where}: {type(exc).__name__}: {exc}")
+    err.traceback = format_traceback(exc)
+    return err
+
+
+def _enc_hook(obj: Any) -> Any:
+    if isinstance(obj, Record):
+        return obj.to_dict()
+    if isinstance(obj, Table):
+        return obj.rows()
+    raise TypeError(f"a value of type {type(obj).__name__!r} cannot be sent as JSON")
+
+
+def to_json_value(value: Any) -> Any:
+    """`value` as plain JSON types: what the agent receives (datetimes become RFC 3339)."""
+    return msgspec.to_builtins(value, enc_hook=_enc_hook, str_keys=True)
+
+
+#: Records (and lists of them) as JSON types: no hook and no key conversion needed, which
+#: makes it twice as fast as `to_json_value`.
+_record_json = msgspec.to_builtins
+_copy_json = msgspec.to_builtins
+_ONE_RECORD = frozenset({"get", "create", "update", "delete"})
+
+
+def _copy_record(value: Any) -> Any:
+    return dict(value) if type(value) is dict else _copy_json(value)
+
+
+def compile_ops(spec: WorldSpec) -> dict[str, CompiledOp]:
+    return {name: CompiledOp(spec, op) for name, op in spec.operations.items()}

@@ -1,0 +1,739 @@
+"""The call pipeline: every tool call (World.call, World.acall, the MCP server, the pytest
+plugin) goes through here. A call has three stages, so concurrent calls can interleave them
+in virtual time (`_schedule.py` orders the stages of a batch; a lone call is a batch of one):
+
+    admit    look up the tool and validate the arguments   unknown/invalid -> CallStarted(k=None)
+             + CallFailed, done. Otherwise k = valid calls to this tool so far + 1,
+             CallStarted(k), ask the fault plan (`_faults.FaultPlan`), log FaultInjected.
+    execute  at start + latency: run the operation in a Transaction as the decision says
+             (not at all, normally, twice, against the state of `lag_s` ago...), commit.
+    finish   at start + latency (+ timeout_s): CallSucceeded or CallFailed; the CallResult.
+
+Rejected calls are logged too (they are part of what the agent did) but take no fault and do
+not count towards k, so a typo never shifts which call a fault script hits.
+
+Deciding, not mutating: every stage reads a `Draft` (the world's state plus the events the
+call, or the batch, has decided so far) and emits into it; nothing here assigns a world's
+state. When the call or batch is answered, its draft goes to the world's `Book` in one
+`commit`. A call that breaks rolls its draft back to where the call began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .._errors import (
+    ClockOverflow,
+    InjectedFault,
+    InternalError,
+    InvalidArguments,
+    ToolCallError,
+    UnknownTool,
+    format_traceback,
+    unknown_tool_text,
+)
+from .._faults._kinds import kind
+from .._faults._plan import FaultDecision, FaultPlan, created_field
+from .._faults._rules import BY_ID
+from .._store._book import Draft
+from .._store._events import (
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    ClockAdvanced,
+    Event,
+    FaultInjected,
+    RecordCreated,
+    RecordDeleted,
+    RecordUpdated,
+    WorldCreated,
+)
+from .._text._show import loggable, show_value
+from ._ops import CompiledOp, Transaction
+from ._results import CallResult
+
+if TYPE_CHECKING:
+    from .._faults._types import FaultRule
+    from .._spec._types import WorldSpec
+    from .._store._book import Book
+    from .._store._state import Settings, State
+
+_encode = msgspec.json.Encoder().encode
+_canon = msgspec.json.Encoder(order="deterministic").encode
+#: A deep copy of JSON-typed data (new dicts and lists, same scalars): the log and each
+#: CallResult hold their own, so changing `result.value` can never rewrite history.
+_copy = msgspec.to_builtins
+_MAX_INTERNAL = 500  # characters of an unexpected exception's text passed on to the agent
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan of a world
+# ---------------------------------------------------------------------------------------------
+
+
+class Pipeline:
+    """Runs the calls of one world: its spec, compiled operations and seed, the `Book` that
+    owns its state, and the fault plan, derived from the state's `settings` (the run index,
+    the fault switch and the rules in force are all in the log)."""
+
+    __slots__ = ("_plan", "_plan_for", "book", "genesis_seq", "ops", "seed", "spec")
+
+    def __init__(
+        self,
+        spec: WorldSpec,
+        ops: dict[str, CompiledOp],
+        seed: int,
+        book: Book,
+        genesis_seq: int | None = None,
+    ):
+        self.spec = spec
+        self.ops = ops
+        self.seed = seed
+        self.book = book
+        #: events before this seq are the world's genesis (None: find it in the log)
+        self.genesis_seq = genesis_seq
+        self._plan: FaultPlan | None = None
+        self._plan_for: Settings | None = None
+
+    def plan(self, settings: Settings | None = None) -> FaultPlan:
+        """The fault plan under `settings` (default: the world's now). Built once per
+        settings object: they change only with WorldCreated, WorldForked and FaultsChanged."""
+        if settings is None:
+            settings = self.book.state.settings
+        if settings is not self._plan_for or self._plan is None:
+            rules = (
+                self.spec.faults
+                if settings.rules is None
+                else parse_rules(self.spec, settings.rules, source="<FaultsChanged>")
+            )
+            self.use_plan(settings, rules)
+        assert self._plan is not None
+        return self._plan
+
+    def use_plan(self, settings: Settings, rules: Mapping[str, FaultRule]) -> FaultPlan:
+        """Plan under `settings` from `rules` already parsed (spares parsing them again)."""
+        self._plan = FaultPlan(rules, seed=self.seed, run=settings.run, enabled=settings.faults_on)
+        self._plan_for = settings
+        return self._plan
+
+    def transaction(self, d: Draft, state: State | None = None) -> Transaction:
+        return Transaction(d, self.spec, self.seed, self.book, state)
+
+    def call(self, tool: str, args: Any = None) -> CallResult:
+        """Run one tool call; never raises for anything the agent sent."""
+        d = Draft(self.book.state)
+        op = self.ops.get(tool)
+        plan = self.plan()
+        if op is not None and not plan.may_fault(op.spec):
+            result = _run_plain(self, d, op, tool, args)
+        else:
+            result = _run_one(self, d, plan, tool, args)
+        self.book.commit(d)
+        return result
+
+    def call_together(self, calls: Sequence[tuple[Any, Any]]) -> list[CallResult]:
+        """Run `calls` (tool, args) as calls made at the same moment; see `run_batch`."""
+        order = canonical_order(calls)
+        d = Draft(self.book.state)
+        ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
+        self.book.commit(d)
+        results: list[Any] = [None] * len(calls)
+        for i, result in zip(order, ordered):
+            results[i] = result
+        return results
+
+
+def parse_rules(
+    spec: WorldSpec, rules: Any, *, source: str = "<set_faults>"
+) -> dict[str, FaultRule]:
+    """Fault rules from a `faults:` block (YAML text or plain objects), or parsed FaultRules
+    as they are; raises WorldFileError."""
+    from .._faults._types import FaultRule
+
+    if isinstance(rules, Mapping) and all(isinstance(v, FaultRule) for v in rules.values()):
+        return dict(rules)
+    from .._spec._reader import parse_faults
+
+    return parse_faults(rules, spec, source=source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1: admit
+# ---------------------------------------------------------------------------------------------
+
+
+class Flight:
+    """A valid call between `admit` and `finish`."""
+
+    __slots__ = (
+        "args",
+        "call_id",
+        "decision",
+        "end_at",
+        "error",
+        "exec_at",
+        "jargs",
+        "k",
+        "op",
+        "started",
+        "text",
+        "value",
+    )
+
+    def __init__(self, call_id: str, op: CompiledOp, args: dict[str, Any], jargs: dict[str, Any]):
+        self.call_id = call_id
+        self.op = op
+        self.args = args
+        self.jargs = jargs
+        self.k = 0
+        self.decision: FaultDecision | None = None
+        self.started: datetime = None  # type: ignore[assignment]
+        self.exec_at: datetime = None  # type: ignore[assignment]
+        self.end_at: datetime = None  # type: ignore[assignment]
+        self.value: Any = None
+        self.text: str | None = None
+        self.error: ToolCallError | None = None
+
+
+def args_json(args: Any) -> dict[str, Any]:
+    """Arguments as JSON types, as they go into the log (and come back from it): always a new
+    dict, so a caller changing its own dict after the call cannot rewrite the log."""
+    if type(args) is not dict and isinstance(args, Mapping):
+        args = dict(args)  # a MappingProxy, a custom Mapping: logged as the mapping it is
+    try:
+        out = msgspec.to_builtins(args, str_keys=True)
+    except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
+        out = {str(k): show_value(v) for k, v in args.items()} if isinstance(args, dict) else None
+    if not isinstance(out, dict):
+        return {"<arguments>": show_value(args)}
+    return out
+
+
+def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flight | CallResult:
+    """Log the call's start and decide its fault. A rejected call is finished on the spot."""
+    state = d.state
+    call_id = f"c{state.calls + 1}"
+    if args is None:
+        args = {}
+    op = cx.ops.get(tool)
+    if op is None:
+        exc: ToolCallError = UnknownTool(unknown_tool_text(tool, list(cx.ops)))
+        return _reject(d, call_id, str(tool), args, exc)
+    try:
+        clean = op.validator.validate(args)
+    except InvalidArguments as exc:
+        return _reject(d, call_id, tool, args, exc)
+
+    flight = Flight(call_id, op, clean, args_json(args))
+    flight.k = k = state.k.get(tool, 0) + 1
+    flight.started = now = state.clock
+    # Decided before this call is in the log, so its own start is not in its rate window.
+    decision = _decide(cx, d, plan, op, k, clean, now) if plan.may_fault(op.spec) else None
+    flight.decision = decision
+    if decision is not None:
+        # Checked before anything is logged: a clock past datetime.max is a refused call.
+        try:
+            flight.exec_at = now + timedelta(seconds=decision.latency_s)
+            flight.end_at = flight.exec_at + timedelta(seconds=decision.timeout_s)
+        except OverflowError:
+            return _reject(d, call_id, tool, args, _clock_overflow(tool, now, decision))
+    d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k))
+    if decision is None:
+        flight.exec_at = flight.end_at = now
+        return flight
+    # a malformed answer is logged when its broken text exists (see _malformed)
+    if decision.kind is not None and kind(decision.kind).effect != "malformed":
+        _log_fault(d, flight, decision.detail())
+    return flight
+
+
+def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
+    return ClockOverflow(
+        f"503 Service Unavailable: {tool} cannot run: its latency "
+        f"({decision.latency_s:g}s) and timeout ({decision.timeout_s:g}s) would move the "
+        f"virtual clock past the year 9999 (it is {now.isoformat()}). Expected a clock at "
+        "least that far from datetime.max; restore an earlier snapshot or start the clock "
+        "earlier."
+    )
+
+
+def _decide(
+    cx: Pipeline,
+    d: Draft,
+    plan: FaultPlan,
+    op: CompiledOp,
+    k: int,
+    args: dict[str, Any],
+    now: datetime,
+) -> FaultDecision | None:
+    rule = plan.rule_for(op.spec)
+    recent: list[datetime] = []
+    if rule.rate_limit is not None:
+        recent = admitted_since(d.state, op.name, now, rule.rate_limit.per_seconds)
+    record_time = None
+    rspec = cx.spec.records.get(op.record) if op.record else None
+    target = args.get("id") if op.kind in BY_ID else None
+    if rule.not_found_if_newer_than_s is not None and rspec is not None and target is not None:
+        fname = created_field(rspec)
+        data = d.state.tables[rspec.name].get(target)
+        if fname is not None and data is not None:
+            record_time = _as_datetime(data.get(fname))
+    return plan.decide(
+        op.spec, k, now=now, recent=recent, record_time=record_time, record=rspec, target_id=target
+    )
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
+    state = d.state
+    assert flight.decision is not None
+    assert flight.decision.kind is not None
+    d.emit(
+        FaultInjected(
+            seq=state.seq,
+            at=state.clock,
+            call_id=flight.call_id,
+            tool=flight.op.name,
+            kind=flight.decision.kind,
+            detail=detail,
+        )
+    )
+
+
+def _reject(d: Draft, call_id: str, tool: str, args: Any, exc: ToolCallError) -> CallResult:
+    state = d.state
+    tool, jargs = loggable(tool), loggable(args_json(args))  # rejected: may not be UTF-8
+    d.emit(
+        CallStarted(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, args=jargs, k=None)
+    )
+    return _failed(d, call_id, tool, jargs, exc, started=state.clock)
+
+
+def _failed(
+    d: Draft,
+    call_id: str,
+    tool: str,
+    jargs: dict[str, Any],
+    exc: ToolCallError,
+    *,
+    started: datetime,
+    k: int | None = None,
+    fault: str | None = None,
+) -> CallResult:
+    """Log the call's failure and answer it: the one way a call ends in an error."""
+    state = d.state
+    d.emit(
+        CallFailed(
+            seq=state.seq,
+            at=state.clock,
+            call_id=call_id,
+            tool=tool,
+            kind=exc.kind,
+            message=exc.message,
+            traceback=exc.traceback,
+        )
+    )
+    return CallResult(
+        call_id=call_id,
+        tool=tool,
+        args=_copy(jargs),
+        ok=False,
+        text=exc.message,
+        error=exc.message,
+        error_kind=exc.kind,
+        fault=fault,
+        k=k,
+        started_at=started,
+        finished_at=state.clock,
+        traceback=exc.traceback,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 2: execute
+# ---------------------------------------------------------------------------------------------
+
+
+def advance_to(d: Draft, to: datetime, call_id: str) -> None:
+    state = d.state
+    if to > state.clock:
+        d.emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=call_id))
+
+
+def _attempt(
+    cx: Pipeline, d: Draft, flight: Flight, state: State | None = None
+) -> tuple[Any, Transaction]:
+    """Run the operation once in a fresh transaction; raises ToolCallError."""
+    d.call_id = flight.call_id
+    tx = cx.transaction(d, state)
+    return flight.op.run(tx, dict(flight.args)), tx
+
+
+def execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
+    """Run the operation as the decision says. The clock is at `flight.exec_at`.
+
+    Never raises: a tool error is the call's answer, and so is anything else (a bug in
+    faultbench or in what it runs), as an `internal_error` after undoing whatever the call
+    had committed, so the log never holds a call that started and never finished.
+    """
+    mark = d.mark()
+    try:
+        _execute(cx, d, flight)
+        if flight.error is None and flight.text is None:
+            flight.text = _encode(flight.value).decode()
+    except Exception as exc:
+        d.rollback(mark)
+        flight.value = flight.text = None
+        flight.error = internal_error(flight.op.name, exc)
+
+
+def internal_error(tool: str, exc: BaseException) -> InternalError:
+    detail = f"{type(exc).__name__}: {exc}"
+    if len(detail) > _MAX_INTERNAL:
+        detail = detail[: _MAX_INTERNAL - 1] + "…"
+    err = InternalError(f"internal error in {tool}: {detail}")
+    err.__cause__ = exc
+    err.traceback = format_traceback(exc)
+    return err
+
+
+def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
+    decision = flight.decision
+    try:
+        if decision is None or decision.kind is None:
+            flight.value, tx = _attempt(cx, d, flight)
+            tx.commit()
+        else:
+            _EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
+    except ToolCallError as exc:
+        flight.error = exc
+
+
+# One executor per effect of `_faultkinds.EFFECTS` (a test checks they match): how a fault of
+# that effect changes what the call does and what the agent reads.
+
+
+def _fail(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    flight.error = InjectedFault(decision.message, kind=decision.kind)
+    if decision.commit:
+        # The server did the work; only the answer is lost. If the operation itself fails
+        # there is nothing to keep, and the caller still only sees the fault.
+        try:
+            _, tx = _attempt(cx, d, flight)
+        except ToolCallError:
+            pass
+        else:
+            tx.commit()
+
+
+def _empty(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    if decision.commit:
+        # The write happened and the body got lost: 200 with nothing in it. An error answer
+        # is passed on intact, as for malformed_json.
+        _, tx = _attempt(cx, d, flight)
+        tx.commit()
+    flight.value = [] if flight.op.kind == "list" else {}
+
+
+def _stale(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    past = state_as_of(cx, d, flight.exec_at - timedelta(seconds=decision.lag_s or 0.0))
+    flight.value, _ = _attempt(cx, d, flight, past)
+
+
+def _malformed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here rather than at admission: the event carries the broken text.
+    detail = decision.detail()
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        raise
+    if decision.commit:
+        tx.commit()
+    flight.text = detail["text"] = break_json(_encode(flight.value).decode())
+    _log_fault(d, flight, detail)
+
+
+def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    flight.value, tx = _attempt(cx, d, flight)
+    tx.commit()
+    # At-least-once delivery: the same request arrives again. A repeat that fails (a second
+    # delete, a handler refusing) changes nothing; the caller saw the first.
+    for _ in range(decision.times):
+        try:
+            _, tx = _attempt(cx, d, flight)
+        except ToolCallError:
+            continue
+        tx.commit()
+
+
+Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
+_EFFECTS: dict[str, Executor] = {
+    "fail": _fail,
+    "empty": _empty,
+    "stale": _stale,
+    "malformed": _malformed,
+    "duplicate": _duplicate,
+}
+
+
+def break_json(text: str) -> str:
+    """`text` cut short, as a proxy that drops the end of a response does; never valid JSON."""
+    cut = text[: max(1, len(text) // 2)]
+    try:
+        msgspec.json.decode(cut)
+    except msgspec.DecodeError:
+        return cut
+    return cut + ","  # a number cut in half is still a number
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3: finish
+# ---------------------------------------------------------------------------------------------
+
+
+def finish(d: Draft, flight: Flight) -> CallResult:
+    """Log the answer (the clock is at `flight.end_at`) and build what the agent gets."""
+    decision = flight.decision
+    return _answer(
+        d,
+        flight.op,
+        flight.call_id,
+        flight.jargs,
+        flight.k,
+        flight.started,
+        decision.kind if decision is not None else None,
+        flight.error,
+        flight.value,
+        flight.text,
+    )
+
+
+def _answer(
+    d: Draft,
+    op: CompiledOp,
+    call_id: str,
+    jargs: dict[str, Any],
+    k: int,
+    started: datetime,
+    fault: str | None,
+    exc: ToolCallError | None,
+    value: Any,
+    text: str | None,
+) -> CallResult:
+    state = d.state
+    tool = op.name
+    if exc is not None:
+        return _failed(d, call_id, tool, jargs, exc, started=started, k=k, fault=fault)
+    d.emit(CallSucceeded(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, value=value))
+    return CallResult(
+        call_id=call_id,
+        tool=tool,
+        args=_copy(jargs),
+        ok=True,
+        text=text,  # type: ignore[arg-type]  # set by execute
+        value=op.copy(value),
+        fault=fault,
+        k=k,
+        started_at=started,
+        finished_at=state.clock,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# History from the log: what rate limits and stale reads need, derived from events only, so a
+# replay, a fork or a restored snapshot sees exactly what the live world saw.
+# ---------------------------------------------------------------------------------------------
+
+
+def _backwards(cx: Pipeline, d: Draft) -> Iterator[Event]:
+    """The events before the draft's state, newest first: the draft's own, then the log's."""
+    yield from reversed(d.pending)
+    yield from reversed(cx.book.log)
+
+
+def admitted_since(state: State, tool: str, now: datetime, per_seconds: float) -> list[datetime]:
+    """Start times of the calls to `tool` in the `per_seconds` before `now` that were not
+    answered 429, newest first. The state keeps each tool's admitted calls newest first
+    (`State.admitted`, from the log's CallStarted and FaultInjected events) and the clock
+    never goes backwards, so this reads only the window."""
+    cutoff = now - timedelta(seconds=per_seconds)
+    times: list[datetime] = []
+    node = state.admitted.get(tool)
+    while node is not None and node[0] > cutoff:
+        times.append(node[0])
+        node = node[2]
+    return times
+
+
+def _genesis_seq(cx: Pipeline) -> int:
+    """Events before this seq are the world's genesis (WorldCreated and the seed rows)."""
+    if cx.genesis_seq is None:
+        # A replayed world: its genesis is the leading run of events written outside any call.
+        log = cx.book.log
+        cx.genesis_seq = len(log)
+        for ev in log:
+            if type(ev) is not WorldCreated and not (
+                type(ev) is RecordCreated and ev.call_id is None
+            ):
+                cx.genesis_seq = ev.seq
+                break
+    return cx.genesis_seq
+
+
+def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
+    """The world's records as they were at virtual time `cutoff` (the clock stays now).
+
+    Walks the log back, undoing record events later than `cutoff`: a creation is removed, an
+    update gets its `old` values back, a deletion brings `old` back. The seeded genesis is
+    never undone: seed rows have existed "forever", however young the world is. Only the
+    events after `cutoff` are read, and the tables' indexes are undone with their records.
+    """
+    state = d.state
+    genesis = _genesis_seq(cx)
+    tables = dict(state.tables.items())
+    index = dict(state.index.items())
+    touched = False
+    for ev in _backwards(cx, d):
+        if ev.at <= cutoff or ev.seq < genesis:
+            break
+        cls = type(ev)
+        if cls is RecordCreated or cls is RecordUpdated or cls is RecordDeleted:
+            name, rid = ev.table, ev.id  # type: ignore[attr-defined]
+            rows = tables[name]
+            now_ = rows.get(rid)
+            if cls is RecordCreated:
+                before = None
+                rows = rows.delete(rid)
+            elif cls is RecordUpdated:
+                before = {**rows[rid], **ev.old}  # type: ignore[attr-defined]
+                rows = rows.set(rid, before)
+            else:
+                before = ev.old  # type: ignore[attr-defined]
+                rows = rows.set(rid, before)
+            tables[name] = rows
+            ix = index.get(name)
+            if ix is not None:
+                index[name] = ix.changed(rows, rid, now_, before)
+            touched = True
+    if not touched:
+        return state
+    import immutables
+
+    return msgspec.structs.replace(
+        state, tables=immutables.Map(tables), index=immutables.Map(index)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a batch
+# ---------------------------------------------------------------------------------------------
+
+
+def run_batch(
+    cx: Pipeline, d: Draft, plan: FaultPlan, calls: Sequence[tuple[str, Any]]
+) -> list[CallResult]:
+    """Run `calls` (tool, args) as concurrent calls, in the order given (the caller puts
+    them in canonical order, see `canonical_order`); results in that order."""
+    results: list[Any] = [None] * len(calls)
+    flights: list[tuple[int, Flight]] = []
+    for i, (tool, args) in enumerate(calls):
+        admitted = admit(cx, d, plan, tool, args)
+        if isinstance(admitted, Flight):
+            flights.append((i, admitted))
+        else:
+            results[i] = admitted  # rejected: answered at once
+
+    # Each flight has two stages: execute at exec_at, finish at end_at (equal unless it is a
+    # timeout). Sorting by (time, position, stage) completes a call atomically at a tie.
+    stages = []
+    for i, f in flights:
+        stages.append((f.exec_at, i, 0, f))
+        stages.append((f.end_at, i, 1, f))
+    stages.sort(key=lambda s: (s[0], s[1], s[2]))
+    for at, i, stage, f in stages:
+        advance_to(d, at, f.call_id)
+        if stage == 0:
+            execute(cx, d, f)
+        else:
+            results[i] = finish(d, f)
+    return results
+
+
+def canonical_key(tool: Any, args: Any) -> tuple[str, bytes]:
+    """Sort key of a call in a batch: tool name, then arguments as canonical JSON."""
+    try:
+        encoded = _canon(args_json(args if args is not None else {}))
+    except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
+        encoded = show_value(args).encode()  # never raises, however deep or odd
+    return (str(tool), encoded)
+
+
+def canonical_order(calls: Sequence[tuple[Any, Any]]) -> list[int]:
+    """Positions of `calls` (in arrival order) sorted canonically; ties keep arrival order."""
+    keys = [canonical_key(tool, args) for tool, args in calls]
+    return sorted(range(len(calls)), key=lambda i: (keys[i], i))
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------------------------
+
+
+def _run_one(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> CallResult:
+    """One call, the three stages back to back."""
+    admitted = admit(cx, d, plan, tool, args)
+    if isinstance(admitted, CallResult):
+        return admitted
+    if admitted.exec_at != admitted.started:
+        advance_to(d, admitted.exec_at, admitted.call_id)
+    execute(cx, d, admitted)
+    if admitted.end_at != admitted.exec_at:
+        advance_to(d, admitted.end_at, admitted.call_id)
+    return finish(d, admitted)
+
+
+def _run_plain(cx: Pipeline, d: Draft, op: CompiledOp, tool: str, args: Any) -> CallResult:
+    """`_run_one` for a call the fault plan leaves alone, the common case: the three stages
+    back to back, with no decision, no latency and no Flight. Same events, same result."""
+    state = d.state
+    call_id = f"c{state.calls + 1}"
+    if args is None:
+        args = {}
+    try:
+        clean = op.validator.validate(args)
+    except InvalidArguments as exc:
+        return _reject(d, call_id, tool, args, exc)
+    jargs = args_json(args)
+    k = state.k.get(tool, 0) + 1
+    now = state.clock
+    d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=jargs, k=k))
+    d.call_id = call_id
+    mark = d.mark()
+    value = text = error = None
+    try:
+        tx = cx.transaction(d)
+        value = op.run(tx, clean)  # `clean` is a new dict, the runner's to change
+        tx.commit()
+        text = _encode(value).decode()
+    except ToolCallError as exc:  # the operation's own answer (nothing was committed)
+        error = exc
+    except Exception as exc:  # as `execute` does: nothing the call wrote stays
+        d.rollback(mark)
+        value = text = None
+        error = internal_error(op.name, exc)
+    return _answer(d, op, call_id, jargs, k, now, None, error, value, text)

@@ -1,0 +1,266 @@
+"""Every fault kind, defined once: what it applies to, what it commits, its options, how the
+call pipeline executes it and what the agent reads.
+
+Everything else looks a kind up here: the loader's validation (`_faultspec.py`), the merge
+and its defaults (`_faultrules.py`), the plan's decisions and messages (`_faults.py`),
+`faultbench check`, and the pipeline, which dispatches on `FaultKind.effect`. Adding a kind
+is one record in `KINDS` (plus its line in docs/FAULTS.md, which a test walks this registry
+to check).
+
+The order of `KINDS` is part of every seeded run: the cumulative error draw walks the kinds
+of a rule in this order (`ERROR_KINDS`), so a new kind goes at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+
+from .._errors import not_found_text
+
+if TYPE_CHECKING:
+    from ._types import FaultRule
+
+__all__ = [
+    "APPLIES_TO",
+    "COMMIT_KINDS",
+    "EFFECTS",
+    "ERROR_KINDS",
+    "ERROR_OPTIONS",
+    "FAILURE_KINDS",
+    "KINDS",
+    "REFUSED_KINDS",
+    "SUCCESS_KINDS",
+    "FaultKind",
+    "Option",
+    "kind",
+    "kinds_with_option",
+]
+
+#: How a fault executes -> whether the agent sees a failed call. The call pipeline has one
+#: branch per effect; a kind whose effect is not here is refused when it is defined.
+EFFECTS: dict[str, bool] = {
+    "fail": True,  # an error answer; the operation runs first if the decision commits
+    "empty": False,  # a success with nothing in it
+    "stale": False,  # the answer from the state of `lag_s` seconds ago
+    "malformed": False,  # a success whose text is not valid JSON
+    "duplicate": False,  # the write applied `1 + times` times; the first answer
+}
+
+
+class Decision(Protocol):
+    """What a message reads of a decision (a `FaultDecision`, which `_plan.py` defines on top
+    of this registry)."""
+
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def retry_after_s(self) -> float | None: ...
+
+
+#: (what the agent reads) = message(decision, target, rule, target_id); `target` has
+#: `qualname` and `record` (an OperationSpec or a FaultTarget).
+Message = Callable[[Decision, Any, "FaultRule", "str | None"], str]
+
+
+class Option(msgspec.Struct, frozen=True):
+    """A parameter of a kind: a key under `errors:`/`script:` and a `FaultDecision` field."""
+
+    name: str
+    #: what a decision uses when the rule sets none; None: the plan computes it (never set
+    #: by a rule, e.g. a rate limit's retry-after comes from its window)
+    default: float | int | None
+    #: how `faultbench check` writes it, `{}` standing for the value
+    shown: str
+    #: a whole number (1 to MAX_TIMES); otherwise a duration in seconds
+    whole: bool = False
+
+
+class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
+    """One fault kind (see docs/FAULTS.md, "Error kinds")."""
+
+    name: str
+    #: how the call pipeline executes it: a key of EFFECTS
+    effect: str
+    #: does the operation run (and its writes stay) before the fault shows, by default?
+    default_commit: bool
+    #: may a rule set `commit:`? False when there is no choice to make
+    commit_option: bool
+    #: parameters, in the order `FaultInjected.detail` records them
+    options: tuple[Option, ...] = ()
+    #: the operation kinds it can happen to, in the order messages list them; None: all
+    applies_to: tuple[str, ...] | None = None
+    #: may a rule name it under `errors:` and `script:`? (rate_limit has its own key)
+    configurable: bool = True
+    #: what the agent reads; only kinds whose effect fails have one
+    message: Message | None = None
+    #: turned away before reaching the service (a 429): such calls do not count towards
+    #: rate-limit windows, so an agent that backs off is admitted again
+    refused: bool = False
+
+    def __post_init__(self) -> None:
+        if self.effect not in EFFECTS:
+            raise ValueError(
+                f"fault kind {self.name!r} has effect {self.effect!r}; expected one of "
+                f"{', '.join(EFFECTS)}"
+            )
+        if (self.message is not None) != self.fails:
+            raise ValueError(
+                f"fault kind {self.name!r}: a kind has a message exactly when its effect "
+                f"fails the call (effect {self.effect!r})"
+            )
+
+    @property
+    def fails(self) -> bool:
+        """Does the agent see a failed call?"""
+        return EFFECTS[self.effect]
+
+    def fits(self, op_kind: str) -> bool:
+        """Can it happen to an operation of this kind?"""
+        return self.applies_to is None or op_kind in self.applies_to
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the agent reads. Modelled on the status lines and bodies real HTTP APIs and gateways
+# return, so an agent's error handling is exercised the way production exercises it. Every
+# text names the `service.operation` that failed, as a gateway's error page does.
+# ---------------------------------------------------------------------------------------------
+
+
+def _secs(s: float) -> str:
+    return f"{s:g}s"
+
+
+def _gateway_timeout(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+    return f"504 Gateway Timeout: {target.qualname} did not answer within {_secs(d.timeout_s)}"
+
+
+def _status(text: str) -> Message:
+    """A fixed status line; `{name}` stands for `service.operation`."""
+    return lambda d, target, rule, target_id: text.format(name=target.qualname)
+
+
+def _too_many_requests(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+    retry = float(d.retry_after_s or _RETRY_AFTER.default or 0)
+    return f"429 Too Many Requests: {target.qualname} is rate limited; retry after {_secs(retry)}"
+
+
+def _rate_limited(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+    rl = rule.rate_limit
+    assert rl is not None
+    return (
+        f"429 Too Many Requests: rate limit of {rl.calls} calls per "
+        f"{_secs(rl.per_seconds)} exceeded for {target.qualname}; "
+        f"retry after {_secs(d.retry_after_s or 0)}"
+    )
+
+
+def _not_found(d: Decision, target: Any, rule: FaultRule, target_id: str | None) -> str:
+    # the very words a record that is really missing gets, so a fake 404 passes for a real one
+    return not_found_text(target.qualname, target.record, target_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------------------------
+
+_TIMEOUT = Option("timeout_s", 30.0, "after {}")
+_RETRY_AFTER = Option("retry_after_s", 1.0, "retry after {}")
+_READS = ("get", "list")  # a custom handler's reads are not replayed from the past
+_WRITES = ("create", "update", "delete", "custom")
+
+KINDS: tuple[FaultKind, ...] = (
+    # The write commits, then the caller waits `timeout_s` in vain: the famous case.
+    FaultKind(
+        name="timeout", effect="fail", default_commit=True, commit_option=True,
+        options=(_TIMEOUT,), message=_gateway_timeout,
+    ),
+    # `timeout` with `commit: false`, said in its name: no commit option to contradict it.
+    FaultKind(
+        name="timeout_before_commit", effect="fail", default_commit=False, commit_option=False,
+        options=(_TIMEOUT,), message=_gateway_timeout,
+    ),
+    FaultKind(
+        name="http_500", effect="fail", default_commit=False, commit_option=True,
+        message=_status("500 Internal Server Error: {name} failed with an unexpected error"),
+    ),
+    FaultKind(
+        name="http_502", effect="fail", default_commit=False, commit_option=True,
+        message=_status("502 Bad Gateway: the upstream server for {name} sent an invalid response"),
+    ),
+    FaultKind(
+        name="http_503", effect="fail", default_commit=False, commit_option=True,
+        message=_status(
+            "503 Service Unavailable: {name} is temporarily unavailable; try again later"
+        ),
+    ),
+    # Refused before anything runs: nothing to commit.
+    FaultKind(
+        name="http_429", effect="fail", default_commit=False, commit_option=False,
+        options=(_RETRY_AFTER,), message=_too_many_requests, refused=True,
+    ),
+    FaultKind(
+        name="not_found", effect="fail", default_commit=False, commit_option=True,
+        message=_not_found,
+    ),
+    FaultKind(name="empty_result", effect="empty", default_commit=False, commit_option=True),
+    FaultKind(name="malformed_json", effect="malformed", default_commit=False, commit_option=True),
+    # Reads the past: there is nothing to commit.
+    FaultKind(
+        name="stale_read", effect="stale", default_commit=False, commit_option=False,
+        options=(Option("lag_s", 60.0, "{} behind"),), applies_to=_READS,
+    ),
+    # A duplicate is the write running (twice): it always commits.
+    FaultKind(
+        name="duplicate", effect="duplicate", default_commit=True, commit_option=False,
+        options=(Option("times", 1, "{} extra", whole=True),), applies_to=_WRITES,
+    ),
+    # Decided by a `rate_limit:` rule's window, never drawn: not an `errors:` key.
+    FaultKind(
+        name="rate_limit", effect="fail", default_commit=False, commit_option=False,
+        options=(Option("retry_after_s", None, "retry after {}"),), configurable=False,
+        message=_rate_limited, refused=True,
+    ),
+)  # fmt: skip
+
+_BY_NAME = {k.name: k for k in KINDS}
+
+
+def kind(name: str) -> FaultKind:
+    """The kind called `name`; KeyError for an unknown one."""
+    return _BY_NAME[name]
+
+
+def kinds_with_option(option: str) -> tuple[str, ...]:
+    """The kinds a rule may give `option` (`commit` included), in registry order."""
+    if option == "commit":
+        return tuple(k.name for k in KINDS if k.configurable and k.commit_option)
+    return tuple(k.name for k in KINDS if k.configurable and k.option(option) is not None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Views of the registry, for the modules that ask one question of every kind
+# ---------------------------------------------------------------------------------------------
+
+#: The kinds `errors:` and `script:` accept, in the fixed order of the cumulative draw.
+ERROR_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.configurable)
+#: Every option an error or script step may set, `p` first.
+ERROR_OPTIONS: tuple[str, ...] = (
+    "p",
+    "commit",
+    *dict.fromkeys(o.name for k in KINDS if k.configurable for o in k.options),
+)
+#: Kinds the agent sees as a failed call. The rest answer "successfully", but wrongly.
+FAILURE_KINDS = frozenset(k.name for k in KINDS if k.fails)
+SUCCESS_KINDS = frozenset(k.name for k in KINDS if not k.fails)
+#: Kinds that accept `commit:`.
+COMMIT_KINDS = frozenset(kinds_with_option("commit"))
+#: Kinds that only happen to some operation kinds.
+#: kinds answered 429: not counted by rate-limit windows
+REFUSED_KINDS = frozenset(k.name for k in KINDS if k.refused)
+APPLIES_TO = {k.name: frozenset(k.applies_to) for k in KINDS if k.applies_to is not None}

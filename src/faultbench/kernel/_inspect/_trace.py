@@ -1,0 +1,379 @@
+"""Trace: the calls of a world, rebuilt from its event log.
+
+A call is the run of events sharing one `call_id`: `CallStarted`, then any `FaultInjected`,
+`ClockAdvanced` and record events, then `CallSucceeded` or `CallFailed`. Calls made together
+(`World.acall`) interleave in the log; the trace orders them by start, and leaves out calls
+still in flight.
+
+A trace is asked for after every call (`world.trace.count("issue_refund")` in an agent loop,
+the pytest report after each run), so it is built incrementally: the work of reading the log
+lives in a shared, append-only `_Index`, and each `Trace` is an immutable view of its first n
+calls. `Trace.follow(events, previous)` returns the trace of a grown log for the cost of the
+new events only.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from .._calls._results import CallResult
+from .._store._events import (
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    Event,
+    FaultInjected,
+    WorldCreated,
+)
+from .._text._show import iso_time
+from ._checks import TraceChecks
+from ._diff import format_value
+
+__all__ = ["Trace"]
+
+#: Fault kinds that only slow a call down; they are events, but not marks in `summary()`.
+_QUIET_FAULTS = frozenset({"latency"})
+
+_json = msgspec.json.Encoder()
+#: Results get their own copies of the event's dicts: changing `trace.calls[0].value` must
+#: not rewrite the log (the copy is made once per call, when the index reads it).
+_copy = msgspec.to_builtins
+
+
+def render_text(value: Any) -> str:
+    """The JSON text an agent reads for a successful call answering `value`."""
+    return _json.encode(value).decode()
+
+
+class _Open:
+    """A call that has started and not finished yet."""
+
+    __slots__ = ("faults", "start", "texts")
+
+    def __init__(self, start: CallStarted):
+        self.start = start
+        self.faults: list[str] = []
+        self.texts: list[str] = []  # text overrides carried by faults (malformed_json)
+
+
+class _Index:
+    """Everything read from one log so far. Only ever appended to, so views stay valid."""
+
+    __slots__ = (
+        "by_tool",
+        "disorder_at",
+        "events",
+        "failed",
+        "failed_by_tool",
+        "fault_events",
+        "marks",
+        "open",
+        "origin",
+        "results",
+        "start_seqs",
+    )
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.origin: datetime | None = None
+        self.open: dict[str, _Open] = {}
+        self.results: list[CallResult] = []  # in finish (log) order
+        self.marks: list[str] = []  # parallel to results: "" or "!timeout"
+        self.start_seqs: list[int] = []  # parallel to results
+        self.disorder_at: int | None = None  # first result that finished before an earlier start
+        self.by_tool: dict[str, list[int]] = {}  # tool -> positions in results
+        self.failed: list[int] = []
+        self.failed_by_tool: dict[str, list[int]] = {}
+        self.fault_events: list[FaultInjected] = []
+
+    def feed(self, events: Iterable[Event]) -> None:
+        for ev in events:
+            self.events.append(ev)
+            if isinstance(ev, CallStarted):
+                self.open[ev.call_id] = _Open(ev)
+            elif isinstance(ev, FaultInjected):
+                self.fault_events.append(ev)
+                call = self.open.get(ev.call_id)
+                if call is not None:
+                    call.faults.append(ev.kind)
+                    text = ev.detail.get("text") if ev.detail else None
+                    if isinstance(text, str):
+                        call.texts.append(text)
+            elif isinstance(ev, CallSucceeded | CallFailed):
+                call = self.open.pop(ev.call_id, None)
+                if call is not None:
+                    self._finish(call, ev)
+            elif isinstance(ev, WorldCreated) and self.origin is None:
+                self.origin = ev.at
+
+    def _finish(self, call: _Open, end: CallSucceeded | CallFailed) -> None:
+        start = call.start
+        faults = [f for f in call.faults if f not in _QUIET_FAULTS]
+        fault = faults[0] if faults else None
+        if isinstance(end, CallSucceeded):
+            text = call.texts[-1] if call.texts else render_text(end.value)
+            result = CallResult(
+                call_id=start.call_id,
+                tool=start.tool,
+                args=_copy(start.args),
+                ok=True,
+                text=text,
+                value=_copy(end.value),
+                fault=fault,
+                k=start.k,
+                started_at=start.at,
+                finished_at=end.at,
+            )
+            mark = "".join("!" + f for f in faults)
+        else:
+            result = CallResult(
+                call_id=start.call_id,
+                tool=start.tool,
+                args=_copy(start.args),
+                ok=False,
+                text=end.message,
+                error=end.message,
+                error_kind=end.kind,
+                fault=fault,
+                k=start.k,
+                started_at=start.at,
+                finished_at=end.at,
+                traceback=end.traceback,
+            )
+            mark = "".join("!" + f for f in faults) if faults else "!" + end.kind
+        pos = len(self.results)
+        if self.origin is None:
+            self.origin = start.at
+        if self.disorder_at is None and self.start_seqs and start.seq < self.start_seqs[-1]:
+            self.disorder_at = pos
+        self.results.append(result)
+        self.marks.append(mark)
+        self.start_seqs.append(start.seq)
+        self.by_tool.setdefault(start.tool, []).append(pos)
+        if not result.ok:
+            self.failed.append(pos)
+            self.failed_by_tool.setdefault(start.tool, []).append(pos)
+
+
+def _count_below(positions: list[int], n: int) -> int:
+    return bisect_left(positions, n)
+
+
+class Trace(TraceChecks):
+    """The finished calls of a world, in the order they started.
+
+    ::
+
+        world.trace.count("issue_refund")            # calls to a tool
+        world.trace.count("issue_refund", ok=False)  # ... that failed
+        world.trace.summary()   # 'get_order → issue_refund!timeout → issue_refund'
+        world.trace.required_tools("get_order").forbidden_tools("delete_order")
+        print(world.trace)      # one numbered line per call, with virtual time offsets
+
+    A `Trace` never changes once made: a world's next call gives a new one. Its results
+    hold copies of the logged values, shared by every trace of the same world: change them
+    and the log stays as it was, but later traces show the change, so treat them as
+    read-only (`msgspec.to_builtins(result.value)` makes a copy of your own).
+    """
+
+    __slots__ = ("_calls", "_index", "_n", "_n_events", "_n_faults", "_order")
+
+    def __init__(self, events: Iterable[Event] = ()):
+        index = _Index()
+        index.feed(events)
+        self._view(index)
+
+    def _view(self, index: _Index) -> None:
+        self._index = index
+        self._n = len(index.results)
+        self._n_faults = len(index.fault_events)
+        self._n_events = len(index.events)
+        self._order: list[int] | None = None
+        self._calls: list[CallResult] | None = None
+
+    @classmethod
+    def _of(cls, index: _Index) -> Trace:
+        t = cls.__new__(cls)
+        t._view(index)  # noqa: SLF001  (a Trace setting up a Trace)
+        return t
+
+    # --- building -------------------------------------------------------------------------
+
+    def extend(self, events: Iterable[Event]) -> Trace:
+        """The trace of this log followed by `events` (this trace is left as it was).
+
+        Costs only the new events when this is the newest trace of its log.
+        """
+        index = self._index
+        if len(index.events) != self._n_events:
+            # Another trace already grew the shared index past this one: start a new index.
+            index = _Index()
+            index.feed(self._index.events[: self._n_events])
+        index.feed(events)
+        return Trace._of(index)
+
+    @classmethod
+    def follow(cls, events: Sequence[Event], previous: Trace | None = None) -> Trace:
+        """The trace of `events`, reusing `previous` when `events` extends the log it read.
+
+        This is what `World.trace` calls with its whole log every time: when the log only grew
+        since `previous`, just the new events are read; when it was cut or rewritten
+        (`restore`, `reset`), the trace is rebuilt.
+        """
+        if previous is not None:
+            return previous.updated(events)
+        return cls(events)
+
+    def updated(self, events: Sequence[Event]) -> Trace:
+        """The trace of `events`: this one, extended by the new events when `events` extends
+        the log it read, else one built anew (see `follow`)."""
+        n = self._n_events
+        seen = self._index.events
+        if len(events) >= n and (n == 0 or events[n - 1] is seen[n - 1]):
+            if len(events) == n:
+                return self
+            return self.extend(events[n:])
+        return Trace(events)
+
+    @property
+    def n_events(self) -> int:
+        """How many events of the log this trace has read."""
+        return self._n_events
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def _positions(self) -> list[int]:
+        """Positions in the index of this view's calls, in start order."""
+        if self._order is None:
+            index, n = self._index, self._n
+            order = list(range(n))
+            if index.disorder_at is not None and index.disorder_at < n:
+                order.sort(key=index.start_seqs.__getitem__)
+            self._order = order
+        return self._order
+
+    @property
+    def calls(self) -> list[CallResult]:
+        """Every finished call, in start order (a copy: change it freely)."""
+        if self._calls is None:
+            results = self._index.results
+            self._calls = [results[i] for i in self._positions()]
+        return list(self._calls)
+
+    def count(self, tool: str | None = None, *, ok: bool | None = None) -> int:
+        """How many calls (to `tool`, if given) finished (`ok=True`: succeeded; `ok=False`:
+        failed)."""
+        index, n = self._index, self._n
+        if tool is None:
+            total = n
+            failed = _count_below(index.failed, n) if ok is not None else 0
+        else:
+            total = _count_below(index.by_tool.get(tool, []), n)
+            failed = _count_below(index.failed_by_tool.get(tool, []), n) if ok is not None else 0
+        if ok is None:
+            return total
+        return total - failed if ok else failed
+
+    def calls_to(self, tool: str) -> list[CallResult]:
+        """The finished calls to one tool, in start order."""
+        index, n = self._index, self._n
+        positions = index.by_tool.get(tool, [])[: _count_below(index.by_tool.get(tool, []), n)]
+        if index.disorder_at is not None and index.disorder_at < n:
+            positions = sorted(positions, key=index.start_seqs.__getitem__)
+        return [index.results[i] for i in positions]
+
+    def faults(self, tool: str | None = None) -> list[FaultInjected]:
+        """The faults injected (into calls to `tool`, if given), in log order."""
+        events = self._index.fault_events[: self._n_faults]
+        if tool is None:
+            return events
+        return [f for f in events if f.tool == tool]
+
+    def failures(self) -> list[CallResult]:
+        """The calls that failed, in start order."""
+        return [c for c in self._iter_calls() if not c.ok]
+
+    def summary(self, sep: str = " → ") -> str:
+        """The calls on one line: `get_order → issue_refund!timeout → issue_refund`.
+
+        A call is its tool name. An injected fault appends `!kind` (`!timeout`, `!http_429`,
+        also on a call that still answered, such as `!stale_read` or `!duplicate`); latency
+        alone is no mark. A call that failed without a fault appends its error kind
+        (`!not_found`, `!invalid_arguments`, `!handler_error`...). A plain success is bare.
+        """
+        index = self._index
+        return sep.join(index.results[i].tool + index.marks[i] for i in self._positions())
+
+    def _iter_calls(self) -> Iterator[CallResult]:
+        results = self._index.results
+        return (results[i] for i in self._positions())
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[CallResult]:
+        return self._iter_calls()
+
+    def __getitem__(self, i: int) -> CallResult:
+        return self._index.results[self._positions()[i]]
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    # --- output -------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (datetimes as ISO strings), as the HTTP control API serves it."""
+        return {
+            "count": self._n,
+            "failed": self.count(ok=False),
+            "summary": self.summary(),
+            "calls": [msgspec.to_builtins(c) for c in self._iter_calls()],
+            "faults": [msgspec.to_builtins(f) for f in self.faults()],
+        }
+
+    def lines(self, *, width: int = 100) -> list[str]:
+        """One numbered line per call, as `str(trace)` prints them."""
+        origin = self._index.origin
+        out = []
+        for no, i in enumerate(self._positions(), 1):
+            c = self._index.results[i]
+            offset = (c.started_at - origin).total_seconds() if origin and c.started_at else 0.0
+            args = ", ".join(f"{k}={format_value(v)}" for k, v in c.args.items())
+            head = f"{no:>3}  +{offset:.3f}s  {c.tool}({_clip(args, width // 2)})"
+            if c.ok:
+                tail = "ok " + _clip(c.text, width // 2)
+                if c.fault:
+                    tail = f"ok [{c.fault}] " + _clip(c.text, width // 2)
+            else:
+                kind = c.error_kind or "error"
+                label = f"{kind} [fault]" if c.fault else kind
+                tail = f"FAILED {label}: " + _clip(c.error or "", width)
+            if c.latency_s:
+                tail += f" ({c.latency_s:.3f}".rstrip("0").rstrip(".") + "s)"
+            out.append(f"{head} -> {tail}")
+            if c.traceback:  # an internal error: a bug, so show where it is
+                out.extend("       " + line for line in c.traceback.splitlines())
+        return out
+
+    def __str__(self) -> str:
+        n, failed = self._n, self.count(ok=False)
+        origin = self._index.origin
+        since = f" (offsets from {iso_time(origin)})" if origin else ""
+        head = f"Trace: {n} call{'' if n == 1 else 's'}, {failed} failed{since}"
+        return "\n".join([head, *self.lines()])
+
+    def __repr__(self) -> str:
+        summary = self.summary()
+        if len(summary) > 120:
+            summary = "… " + summary[-118:]
+        return f"<Trace {self._n} calls: {summary}>" if self._n else "<Trace 0 calls>"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,191 @@
+"""The loader's operations pass: `operations:` of each service -> `OperationSpec`s.
+
+Tool names are unique across the world (an MCP client sees one flat list). A tool is noted
+as declared even when its declaration is wrong, so a fault key naming it is not reported as
+unknown on top of the real mistake. Custom handlers are imported here; `_handlers.py` looks
+for their module next to the world file first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .._text._names import did_you_mean, one_of
+from .._text._show import short_repr
+from ._base import _LoaderBase
+from ._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
+from ._types import OperationSpec, ParamSpec
+
+OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
+OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
+
+_TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class _OperationsLoader(_LoaderBase):
+    def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
+        self.declared[svc] = []
+        if "operations" not in body:
+            return
+        ops = (
+            self.mapping(
+                body,
+                "operations",
+                "operations",
+                "operations: {get_order: {kind: get, record: order}}",
+            )
+            or {}
+        )
+        for tool, decl in ops.items():
+            first = self.tool_at.get(tool)
+            op = self.operation(svc, ops, tool, decl)
+            if op is not None:
+                self.operations[tool] = op
+                self.services[svc]["operations"].append(tool)
+            if first is None and isinstance(tool, str):
+                self.declared[svc].append(tool)
+
+    def operation(
+        self, svc: str, ops: dict[Any, Any], tool: Any, decl: Any
+    ) -> OperationSpec | None:
+        if not _TOOL.fullmatch(tool):
+            self.at_key(
+                ops, tool,
+                f"invalid tool name '{tool}'; expected 1 to 64 letters, digits, '_' or '-'",
+            )  # fmt: skip
+            return None
+        if tool in self.tool_at:
+            first_svc, first_loc = self.tool_at[tool]
+            self.at_key(
+                ops, tool,
+                f"tool '{tool}' is already defined by service '{first_svc}' at {first_loc}; "
+                "expected tool names unique across the world; rename one",
+            )  # fmt: skip
+            return None
+        self.tool_at[tool] = (svc, self.where(ops, tool))
+        if not isinstance(decl, dict):
+            self.at_value(
+                ops, tool,
+                f"operation '{tool}' must be a mapping; expected e.g. "
+                "'{kind: get, record: order}'",
+            )  # fmt: skip
+            return None
+        before = len(self.doc.problems)
+        self.unknown_keys(decl, OPERATION_KEYS, f"operation '{tool}'")
+        kind = decl.get("kind")
+        if kind is None:
+            self.at_key(
+                ops,
+                tool,
+                f"operation '{tool}' has no kind; expected kind: {one_of(OPERATION_KINDS)}",
+            )
+            return None
+        if kind not in OPERATION_KINDS:
+            self.at_value(
+                decl, "kind",
+                f"unknown operation kind {short_repr(kind)}; expected one of {one_of(OPERATION_KINDS)}"
+                f"{did_you_mean(kind, OPERATION_KINDS)}",
+            )  # fmt: skip
+            return None
+        record = self.op_record(tool, kind, ops, decl)
+        filters = self.op_filter(tool, kind, decl, record)
+        handler = decl.get("handler")
+        description = self.text(decl, "description", "description")
+        params: tuple[ParamSpec, ...] = ()
+        if kind == "custom":
+            if handler is None:
+                self.at_key(
+                    ops, tool,
+                    f"custom operation '{tool}' has no handler; expected "
+                    "handler: module.function, e.g. handler: shop_rules.create_return",
+                )  # fmt: skip
+            elif not isinstance(handler, str):
+                self.at_value(decl, "handler", "handler must be text: module.function")
+            else:
+                try:
+                    func = resolve_handler(handler, self.base_dir)
+                    params = handler_params(func)
+                except HandlerProblem as exc:
+                    self.at_value(decl, "handler", f"handler '{handler}': {exc}")
+                else:
+                    self.handlers[tool] = func
+                    description = description or handler_description(func)
+        elif handler is not None:
+            self.at_key(
+                decl, "handler",
+                f"'handler' is only for kind: custom (this operation is kind: {kind}); "
+                "remove it or use kind: custom",
+            )  # fmt: skip
+        if len(self.doc.problems) > before:
+            return None
+        return OperationSpec(
+            tool, svc, kind, record=record, filter=filters, handler=handler,
+            description=description, params=params, loc=self.loc(ops, tool),
+        )  # fmt: skip
+
+    def op_record(
+        self, tool: str, kind: str, ops: dict[Any, Any], decl: dict[Any, Any]
+    ) -> str | None:
+        record = decl.get("record")
+        if record is None:
+            if kind != "custom":
+                expected = (
+                    f"expected record: one of {one_of(self.records)}"
+                    if self.records
+                    else "the world declares no records; expected them under "
+                    "services.<name>.records"
+                )
+                self.at_key(
+                    ops, tool, f"operation '{tool}' (kind: {kind}) has no record; {expected}"
+                )
+            return None
+        if not isinstance(record, str):
+            self.at_value(decl, "record", f"record must be a record name, not {short_repr(record)}")
+            return None
+        svc, dot, name = record.rpartition(".")
+        if dot and name in self.records and self.records[name].service == svc:
+            return name
+        if record in self.records:
+            return record
+        expected = (
+            f"expected one of {one_of(self.records)}{did_you_mean(record, self.records)}"
+            if self.records
+            else "the world declares no records; expected them under services.<name>.records"
+        )
+        self.at_value(
+            decl, "record", f"operation '{tool}' names an unknown record '{record}'; {expected}"
+        )
+        return None
+
+    def op_filter(
+        self, tool: str, kind: str, decl: dict[Any, Any], record: str | None
+    ) -> tuple[str, ...]:
+        if "filter" not in decl:
+            return ()
+        value = decl["filter"]
+        if kind != "list":
+            self.at_key(
+                decl,
+                "filter",
+                f"'filter' is only for kind: list (this operation is kind: {kind}); remove it",
+            )
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.at_value(
+                decl, "filter",
+                f"filter must be a list of field names, not {short_repr(value)}; expected e.g. "
+                "filter: [status, customer_id]",
+            )  # fmt: skip
+            return ()
+        if record is None:
+            return tuple(value)
+        names = [f.name for f in self.records[record].fields]
+        for i, item in enumerate(value):
+            if item not in names:
+                self.at_value(
+                    value, i,
+                    f"filter field '{item}' is not a field of record '{record}'; expected one "
+                    f"of {one_of(names)}{did_you_mean(item, names)}",
+                )  # fmt: skip
+        return tuple(dict.fromkeys(value))

@@ -1,0 +1,371 @@
+"""Tool arguments: a JSON Schema for the agent, a msgspec type for validation, and error
+messages that name the argument and the type it should have.
+
+Each operation becomes one `Arg` list; from it we build, once per world spec, both the schema
+the agent reads (inline, no `$ref`, `additionalProperties: false`) and a msgspec Struct with
+`forbid_unknown_fields=True` that `msgspec.convert` checks arguments against in about a
+microsecond. msgspec reports one problem at a time in its own words; `explain` rewrites that
+into "invalid arguments for get_order: `id`: expected a string, got 42".
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from .._errors import InvalidArguments
+from .._text._names import closest
+from .._text._show import SHOW_MAX, show_name, show_value
+from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
+
+# --- how kinds read in messages and schemas ------------------------------------------------
+
+_encode = msgspec.json.Encoder().encode
+
+_NOUN = {
+    "str": "a string",
+    "ref": "a string (a record id)",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "datetime": "a date-time string with a timezone (RFC 3339, e.g. 2025-06-01T00:00:00Z)",
+    "list": "an array",
+    "dict": "an object",
+    "any": "any JSON value",
+}
+
+_JSON_TYPE = {
+    "str": "string",
+    "ref": "string",
+    "enum": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "datetime": "string",
+    "list": "array",
+    "dict": "object",
+}
+
+
+def describe_kind(kind: str, choices: tuple[str, ...] = (), nullable: bool = False) -> str:
+    if kind == "enum":
+        text = "one of " + ", ".join(repr(c) for c in choices)
+    else:
+        text = _NOUN.get(kind, kind)
+    return text + " or null" if nullable else text
+
+
+def describe_field(f: FieldSpec) -> str:
+    return describe_kind(f.kind, f.choices, f.optional)
+
+
+#: Integers a record or an argument may hold: a signed 64-bit range, as real services (and
+#: every JSON reader of an event log) can store; Python's unbounded ints would not round-trip.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+_INT_RANGE = f"an integer from {INT_MIN} to {INT_MAX}"
+_FINITE = "a finite number"
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+class Arg(msgspec.Struct, frozen=True):
+    name: str
+    kind: str  # a FieldKind or "any" / "list" / "dict"
+    required: bool
+    choices: tuple[str, ...] = ()
+    nullable: bool = False
+    description: str = ""
+
+
+def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Arg:
+    return Arg(f.name, f.kind, required, f.choices, nullable, text)
+
+
+def _about(f: FieldSpec, rspec: RecordSpec) -> str:
+    if f.kind == "ref":
+        return f"id of the {_w(f.ref or 'record')} this {_w(rspec.name)} refers to"
+    if f.kind == "enum":
+        return f"{f.name} of the {_w(rspec.name)}: one of {', '.join(f.choices)}"
+    if f.kind == "datetime":
+        return f"{f.name} of the {_w(rspec.name)}, an RFC 3339 date-time with timezone"
+    return f"{f.name} of the {_w(rspec.name)}"
+
+
+def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
+    """The arguments a tool takes, in the order the agent sees them."""
+    if op.kind == "custom":
+        return [
+            Arg(p.name, p.kind, p.required, p.choices, p.nullable, _param_text(p, op, records))
+            for p in op.params
+        ]
+    rspec = records[op.record]  # type: ignore[index]
+    rid = f"id of the {_w(rspec.name)}"
+    if op.kind in ("get", "delete"):
+        return [Arg("id", "str", True, description=rid)]
+    if op.kind == "list":
+        out = []
+        for name in op.filter:
+            f = rspec.field(name)
+            assert f is not None, f"filter field {name!r} was validated by the loader"
+            text = f"only {_w(rspec.plural)} whose {name} equals this; omit to not filter on it"
+            if f.kind == "ref":
+                text = (
+                    f"only {_w(rspec.plural)} of this {_w(f.ref or 'record')} (its id); "
+                    "omit to not filter on it"
+                )
+            out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
+        return out
+    if op.kind == "create":
+        out = []
+        for f in rspec.fields:
+            if f.name == "id":
+                text = f"id for the new {_w(rspec.name)}; omit it to get the next free id"
+                out.append(Arg("id", "str", False, description=text))
+                continue
+            required = not f.optional and not f.has_default
+            text = _about(f, rspec)
+            if f.has_default:
+                text += f" (default: {show_value(f.default)})"
+            elif f.optional:
+                text += " (optional)"
+            out.append(_field_arg(f, required=required, nullable=f.optional, text=text))
+        # Required arguments first: models fill schemas top-down.
+        return sorted(out, key=lambda a: not a.required)
+    if op.kind == "update":
+        out = [Arg("id", "str", True, description=f"id of the {_w(rspec.name)} to change")]
+        for f in rspec.fields:
+            if f.name != "id":
+                text = _about(f, rspec) + "; omit to keep the current value"
+                if f.optional:
+                    text += ", null to clear it"
+                out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
+        return out
+    raise AssertionError(f"unknown operation kind {op.kind!r}")
+
+
+def _param_text(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
+    """A custom handler's argument as the agent reads it: the docstring's words for it, or
+    what its name says (`order_id` of a world with orders is an order's id); then what
+    values it takes, when the JSON type alone does not say, and its default."""
+    text = p.description or _param_guess(p, op, records)
+    if p.kind == "enum":
+        text = _join(text, "one of " + ", ".join(p.choices))
+    elif p.kind == "datetime":
+        text = _join(text, "an RFC 3339 date-time with timezone")
+    elif p.kind == "any" and not p.description:
+        text = _join(text, "any JSON value")
+    if not p.required:
+        default = "" if p.default is None else f", default: {show_value(p.default)}"
+        # documented text is sentences: the note follows as one
+        text += f" Optional{default}." if text.endswith(".") else f" (optional{default})"
+    return text
+
+
+def _join(text: str, more: str) -> str:
+    return f"{text.rstrip('.')}: {more}" if text else more
+
+
+def _param_guess(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
+    stem = p.name.removesuffix("_id")
+    if stem != p.name and stem in records and p.kind in ("str", "any"):
+        return f"id of the {_w(stem)}"
+    if p.name == "id" and op.record is not None:
+        return f"id of the {_w(op.record)}"
+    rspec = records.get(op.record) if op.record else None
+    f = rspec.field(p.name) if rspec is not None else None
+    if f is not None and f.kind == p.kind and rspec is not None:
+        return f"{p.name} of the {_w(rspec.name)}"
+    return p.name.replace("_", " ")
+
+
+def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> str:
+    if op.description:
+        return op.description
+    if op.kind == "custom" or op.record is None:
+        return f"Run the {op.name} operation of the {op.service} service."
+    r = records[op.record]
+    if op.kind == "get":
+        return f"Get one {_w(r.name)} by id. Fails with a not-found error if there is none."
+    if op.kind == "list":
+        names = [*op.filter]
+        if len(names) > 1:
+            names[-2:] = [f"{names[-2]} and {names[-1]}"]
+        by = f", optionally filtered by {', '.join(names)} (exact match)" if names else ""
+        return f"List {_w(r.plural)}{by}. Returns an array of {_w(r.plural)} in id order."
+    if op.kind == "create":
+        return f"Create {_a(_w(r.name))}. Returns the new {_w(r.name)}, including its id."
+    if op.kind == "update":
+        return (
+            f"Change fields of an existing {_w(r.name)}, by id; fields left out keep their "
+            "value. "
+            f"Returns the updated {_w(r.name)}. Fails with a not-found error if there is none."
+        )
+    return (
+        f"Delete {_a(_w(r.name))} by id. Returns the deleted {_w(r.name)}. Fails with a "
+        "not-found error if there is none."
+    )
+
+
+def _w(name: str) -> str:
+    """A record name as words in prose: `return_request` reads "return request"."""
+    return name.replace("_", " ")
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+# --- JSON Schema -----------------------------------------------------------------------------
+
+
+def arg_schema(a: Arg) -> dict[str, Any]:
+    s: dict[str, Any] = {}
+    jtype = _JSON_TYPE.get(a.kind)
+    if jtype is not None:
+        s["type"] = [jtype, "null"] if a.nullable else jtype
+    if a.kind == "enum":
+        s["enum"] = [*a.choices, None] if a.nullable else list(a.choices)
+    elif a.kind == "datetime":
+        s["format"] = "date-time"
+    if a.description:
+        s["description"] = a.description
+    return s
+
+
+def input_schema(args: list[Arg]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {a.name: arg_schema(a) for a in args},
+        "required": [a.name for a in args if a.required],
+        "additionalProperties": False,
+    }
+
+
+# --- msgspec validation ----------------------------------------------------------------------
+
+_UTC_DT = Annotated[datetime, msgspec.Meta(tz=True)]
+_INT64 = Annotated[int, msgspec.Meta(ge=INT_MIN, le=INT_MAX)]
+# NaN fails both bounds, so this also refuses NaN: neither it nor +-inf is JSON.
+_FINITE_FLOAT = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
+
+
+def _py_type(a: Arg) -> Any:
+    if a.kind == "enum":
+        t: Any = Literal[a.choices]
+    else:
+        t = {
+            "str": str,
+            "ref": str,
+            "int": _INT64,
+            "float": _FINITE_FLOAT,
+            "bool": bool,
+            "datetime": _UTC_DT,
+            "list": list,
+            "dict": dict,
+            "any": Any,
+        }[a.kind]
+    if a.nullable and a.kind != "any":
+        t = t | None
+    return t
+
+
+_MISSING = re.compile(r"Object missing required field `(?P<name>[^`]*)`")
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<name>.*)`$", re.DOTALL)
+_AT = re.compile(r"^(?P<msg>.*) - at `\$(?:\.(?P<name>\w+)|\[[^\]]*\])?(?P<rest>[^`]*)`$")
+
+
+class Validator:
+    """Checks one tool's arguments; `validate(args)` returns the cleaned values (only those
+    given) or raises `InvalidArguments` with the message the agent sees."""
+
+    __slots__ = ("_args", "_fields", "_type", "tool")
+
+    def __init__(self, tool: str, args: list[Arg]):
+        self.tool = tool
+        self._args = {a.name: a for a in args}
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        for a in args:
+            if a.required:
+                fields.append((a.name, _py_type(a)))
+            else:
+                fields.append((a.name, _py_type(a) | msgspec.UnsetType, msgspec.UNSET))
+        self._fields = tuple(a.name for a in args)
+        self._type = msgspec.defstruct(
+            f"{tool}_args", fields, forbid_unknown_fields=True, frozen=True
+        )
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        try:
+            obj = msgspec.convert(args, self._type, strict=True)
+        except msgspec.ValidationError as exc:
+            raise InvalidArguments(self.explain(args, str(exc))) from None
+        except UnicodeEncodeError:  # a key with a lone surrogate
+            raise InvalidArguments(self.not_unicode()) from None
+        try:
+            _encode(args)  # text must be UTF-8: no event could hold a lone surrogate
+        except UnicodeEncodeError:
+            raise InvalidArguments(self.not_unicode()) from None
+        except (TypeError, msgspec.EncodeError, ValueError, RecursionError):
+            pass  # Python values a test passed in: args_json logs them as it can
+        out = {}
+        for name in self._fields:
+            v = getattr(obj, name)
+            if v is not msgspec.UNSET:
+                out[name] = v
+        return out
+
+    def not_unicode(self) -> str:
+        return (
+            f"invalid arguments for {self.tool}: expected text of valid Unicode. Instead, "
+            "received a lone surrogate (such as \\ud800), which cannot be written as UTF-8."
+        )
+
+    def explain(self, args: Any, msg: str) -> str:
+        head = f"invalid arguments for {self.tool}: "
+        if m := _MISSING.match(msg):
+            a = self._args.get(m["name"])
+            what = f" ({describe_kind(a.kind, a.choices)})" if a else ""
+            return head + f"missing required argument `{m['name']}`{what}"
+        if m := _UNKNOWN.match(msg):
+            # From the arguments, not msgspec's text: a name may hold backticks or newlines.
+            extra = [k for k in args if k not in self._args] if isinstance(args, dict) else []
+            name = str(extra[0]) if extra else m["name"]
+            known = ", ".join(f"`{n}`" for n in self._fields) or "none"
+            close = closest(name, self._fields)
+            hint = f" Did you mean `{close}`?" if close else ""
+            return head + f"unknown argument `{show_name(name)}`; this tool takes: {known}.{hint}"
+        m = _AT.match(msg)
+        if m is None or m["name"] is None:
+            if not isinstance(args, dict):
+                return head + (
+                    "expected an object of named arguments. Instead, received: " + show_value(args)
+                )
+            bad = [k for k in args if not isinstance(k, str)]
+            if bad:
+                return head + (
+                    "expected argument names (strings). Instead, received the key "
+                    + show_value(bad[0])
+                )
+            return head + show_name(msg, SHOW_MAX)
+        name, rest, inner = m["name"], m["rest"], m["msg"]
+        a = self._args.get(name)
+        got = args.get(name) if isinstance(args, dict) else None
+        if rest or a is None:  # inside a list/dict argument: msgspec's words are precise
+            inner = show_name(inner[0].lower() + inner[1:], SHOW_MAX)
+            return head + f"`{show_name(name + rest)}`: {inner}"
+        want = describe_kind(a.kind, a.choices, a.nullable)
+        if a.kind == "int" and isinstance(got, int) and not isinstance(got, bool):
+            want = _INT_RANGE
+        elif a.kind == "float" and isinstance(got, int | float) and not isinstance(got, bool):
+            want = _FINITE
+        text = f"`{name}`: expected {want}, got {show_value(got)}"
+        if a.kind == "enum" and isinstance(got, str):
+            close = closest(got, a.choices)
+            if close:
+                text += f". Did you mean {close!r}?"
+        return head + text

@@ -1,0 +1,126 @@
+"""The parsed, validated form of a world file: plain frozen data, no behaviour.
+
+The loader (`_loader.py`) turns YAML into a `WorldSpec`; everything else in the kernel reads
+only these types. Field, record and operation order is the order of the world file, and every
+lookup table here is built from that order, so nothing depends on hash randomization.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from .._errors import Location
+from .._faults._types import FaultRule
+
+FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref"]
+OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
+
+
+class FieldSpec(msgspec.Struct, frozen=True):
+    name: str
+    kind: FieldKind
+    optional: bool = False
+    #: True when the file gave a default ({type:, default:}); `default` is then the value
+    has_default: bool = False
+    default: Any = None
+    choices: tuple[str, ...] = ()  # enum members, in file order
+    ref: str | None = None  # referenced record name (resolved; records are world-unique)
+    raw: str = ""  # the type as written, e.g. "enum[placed, delivered]"
+    loc: Location | None = None
+
+
+class RecordSpec(msgspec.Struct, frozen=True):
+    name: str  # "order": the table name, `world.table("order")`
+    service: str  # owning service, "orders"
+    plural: str  # "orders": the second accessor
+    fields: tuple[FieldSpec, ...]  # always starts with the `id` field (kind "str")
+    loc: Location | None = None
+
+    def field(self, name: str) -> FieldSpec | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+class ParamSpec(msgspec.Struct, frozen=True):
+    """One argument of a custom handler, from its signature and annotations."""
+
+    name: str
+    kind: FieldKind | Literal["any", "list", "dict"]  # from the annotation; "any" if none
+    required: bool = True
+    default: Any = None
+    choices: tuple[str, ...] = ()  # Literal[...] annotations become enum params
+    nullable: bool = False  # `X | None`
+    description: str = ""  # from the handler docstring's Args:/Parameters section, if any
+
+
+class OperationSpec(msgspec.Struct, frozen=True):
+    name: str  # the tool name, world-unique
+    service: str
+    kind: OperationKind
+    record: str | None = None  # record name (None only for custom operations without one)
+    filter: tuple[str, ...] = ()
+    handler: str | None = None  # "module.func" as written
+    description: str | None = None  # from the file, else the handler's docstring
+    params: tuple[ParamSpec, ...] = ()  # custom operations only
+    loc: Location | None = None
+
+    @property
+    def qualname(self) -> str:
+        """`service.operation`, the key fault rules use."""
+        return f"{self.service}.{self.name}"
+
+
+class ServiceSpec(msgspec.Struct, frozen=True):
+    name: str
+    records: tuple[str, ...]  # record names, file order
+    operations: tuple[str, ...]  # tool names, file order
+    loc: Location | None = None
+    description: str | None = None
+
+
+class SeedPlan(msgspec.Struct, frozen=True):
+    """How many rows to generate for one record, plus explicit rows (kept as written)."""
+
+    record: str
+    count: int = 0  # generated rows, in addition to explicit ones
+    rows: tuple[dict[str, Any], ...] = ()
+
+
+DEFAULT_CLOCK_START = datetime.fromisoformat("2025-06-01T00:00:00+00:00")
+
+
+class WorldSpec(msgspec.Struct, frozen=True):
+    name: str
+    path: str | None  # absolute path of the world file, None when built from a string
+    seed: int
+    clock_start: datetime  # timezone-aware, UTC
+    services: tuple[ServiceSpec, ...]
+    records: dict[str, RecordSpec]  # by record name, file order
+    operations: dict[str, OperationSpec]  # by tool name, file order
+    faults: dict[str, FaultRule]  # by key as written: "default", "svc.*", "svc.op"
+    seed_plans: tuple[SeedPlan, ...] = ()  # file order
+    #: accessor name -> record name, for `world.orders` / `world.order`
+    accessors: dict[str, str] = msgspec.field(default_factory=dict)
+    #: resolved custom handlers by tool name (callables; not part of any serialized form)
+    handlers: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: sha256 hex of the file's bytes (or of the string loaded), recorded in WorldCreated
+    digest: str = ""
+    description: str | None = None
+
+
+#: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of
+#: these; the loader reports the collision. `tests/kernel` checks this list matches `World`.
+WORLD_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        "name", "spec", "seed", "run", "faults_enabled",
+        "table", "tables", "clock", "call", "acall", "tools", "tool",
+        "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
+        "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
+        "from_book", "call_together",
+    }
+)  # fmt: skip

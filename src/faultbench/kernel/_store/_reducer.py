@@ -1,0 +1,270 @@
+"""`apply(state, event) -> state`: the one function that changes a world.
+
+Pure: it reads nothing but its arguments (time arrives inside events as `at` / `to`), mutates
+neither, and returns a new `State`. Total: every event type has a case; events that only
+record what happened (`CallSucceeded`, `FaultInjected`, ...) advance `seq` and nothing else.
+
+Nothing here can emit: the cases are plain functions of (state, event) that call no code
+outside this module, so a reducer that writes while reducing cannot be expressed (the only
+code that runs while a world changes is a custom handler, and it writes to its call's
+transaction, never to the world: see `_book.py`).
+
+Events must arrive in log order: an event whose `seq` is not the state's next one is refused,
+which is what catches a lost or reordered event long before a hash mismatch would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import immutables
+import msgspec
+
+from .._errors import ReplayError
+from .._faults._kinds import REFUSED_KINDS
+from ._events import (
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    ClockAdvanced,
+    Event,
+    FaultInjected,
+    FaultsChanged,
+    RecordCreated,
+    RecordDeleted,
+    RecordUpdated,
+    WorldCreated,
+    WorldForked,
+)
+from ._indexes import TableIndex
+from ._state import Admitted, Settings, State, add_digest, record_digest, sub_digest
+
+
+def apply(state: State, event: Event) -> State:
+    """Return the state after `event`. Raises `ReplayError` if the event does not fit the
+    state (wrong `seq`, a record that does not exist...)."""
+    case = _CASES.get(type(event))
+    if case is None:
+        raise TypeError(f"Expected a faultbench event. Instead, received: {type(event).__name__}")
+    if event.seq != state.seq:
+        raise ReplayError(
+            f"Expected event seq {state.seq}. Instead, received: {type(event).__name__} "
+            f"with seq {event.seq}; events must be applied in log order without gaps."
+        )
+    return case(state, event)
+
+
+# --- cases -------------------------------------------------------------------------------------
+
+
+def _world_created(s: State, e: WorldCreated) -> State:
+    settings = Settings(run=e.run, faults_on=e.faults)
+    return State(s.tables, e.at, 1, s.next_ids, s.k, s.calls, s.rsum, settings, s.index, s.admitted)
+
+
+def _with_settings(s: State, settings: Settings) -> State:
+    return State(
+        s.tables,
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        s.rsum,
+        settings,
+        s.index,
+        s.admitted,
+    )
+
+
+def _world_forked(s: State, e: WorldForked) -> State:
+    # A fork keeps the rules in force; it may change the run index and the fault switch.
+    settings = msgspec.structs.replace(s.settings, run=e.run, faults_on=e.faults, forked=True)
+    return _with_settings(s, settings)
+
+
+def _faults_changed(s: State, e: FaultsChanged) -> State:
+    return _with_settings(s, msgspec.structs.replace(s.settings, rules=e.rules))
+
+
+def _bump(s: State, e: Event) -> State:
+    return _next(s, s.admitted)
+
+
+def _next(s: State, admitted: immutables.Map[str, Admitted]) -> State:
+    """`s` one event later, with `admitted` as its rate windows."""
+    return State(
+        s.tables,
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        s.rsum,
+        s.settings,
+        s.index,
+        admitted,
+    )
+
+
+def _rows_changed(
+    s: State,
+    table: str,
+    rows: immutables.Map[str, dict[str, Any]],
+    rid: str,
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+) -> immutables.Map[str, TableIndex]:
+    """The state's indexes after record `rid` of `table` went from `old` to `new`."""
+    ix = s.index.get(table)
+    if ix is None:
+        return s.index
+    return s.index.set(table, ix.changed(rows, rid, old, new))
+
+
+def _missing(e: Event, table: str, rid: str) -> ReplayError:
+    return ReplayError(
+        f"event {e.seq} ({type(e).__name__}) refers to {table} {rid!r}, which does not exist "
+        "at that point of the log."
+    )
+
+
+def _record_created(s: State, e: RecordCreated) -> State:
+    rows = s.tables.get(e.table)
+    if rows is None:
+        raise ReplayError(f"event {e.seq} (RecordCreated) names an unknown table {e.table!r}.")
+    if e.id in rows:
+        raise ReplayError(f"event {e.seq} (RecordCreated) creates {e.table} {e.id!r} twice.")
+    next_ids = s.next_ids
+    rid = e.id
+    # Automatic ids continue after the largest numeric id ever created, explicit or not.
+    if rid.isascii() and rid.isdigit() and rid[0] != "0":
+        n = int(rid) + 1
+        if n > next_ids.get(e.table, 1):
+            next_ids = next_ids.set(e.table, n)
+    rows = rows.set(rid, e.fields)
+    return State(
+        s.tables.set(e.table, rows),
+        s.clock,
+        s.seq + 1,
+        next_ids,
+        s.k,
+        s.calls,
+        add_digest(s.rsum, record_digest(e.table, rid, e.fields)),
+        s.settings,
+        _rows_changed(s, e.table, rows, rid, None, e.fields),
+        s.admitted,
+    )
+
+
+def _record_updated(s: State, e: RecordUpdated) -> State:
+    rows = s.tables.get(e.table)
+    old = rows.get(e.id) if rows is not None else None
+    if rows is None or old is None:
+        raise _missing(e, e.table, e.id)
+    new = dict(old)
+    new.update(e.changes)
+    rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
+    rsum = add_digest(rsum, record_digest(e.table, e.id, new))
+    rows = rows.set(e.id, new)
+    return State(
+        s.tables.set(e.table, rows),
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        rsum,
+        s.settings,
+        _rows_changed(s, e.table, rows, e.id, old, new),
+        s.admitted,
+    )
+
+
+def _record_deleted(s: State, e: RecordDeleted) -> State:
+    rows = s.tables.get(e.table)
+    old = rows.get(e.id) if rows is not None else None
+    if rows is None or old is None:
+        raise _missing(e, e.table, e.id)
+    rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
+    rows = rows.delete(e.id)
+    return State(
+        s.tables.set(e.table, rows),
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        s.k,
+        s.calls,
+        rsum,
+        s.settings,
+        _rows_changed(s, e.table, rows, e.id, old, None),
+        s.admitted,
+    )
+
+
+def _clock_advanced(s: State, e: ClockAdvanced) -> State:
+    return State(
+        s.tables, e.to, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings, s.index, s.admitted
+    )
+
+
+def _call_started(s: State, e: CallStarted) -> State:
+    if e.k is None:  # rejected: no k, and in no rate window
+        k, admitted = s.k, s.admitted
+    else:
+        k = s.k.set(e.tool, e.k)
+        admitted = s.admitted.set(e.tool, (e.at, e.call_id, s.admitted.get(e.tool)))
+    return State(
+        s.tables,
+        s.clock,
+        s.seq + 1,
+        s.next_ids,
+        k,
+        s.calls + 1,
+        s.rsum,
+        s.settings,
+        s.index,
+        admitted,
+    )
+
+
+def _fault_injected(s: State, e: FaultInjected) -> State:
+    admitted = s.admitted
+    if e.kind in REFUSED_KINDS and e.tool in admitted:
+        # Refused (429): the call leaves its tool's rate window. It is logged right after
+        # its CallStarted, so it is the newest entry; anything else is walked to.
+        rest = _without(admitted.get(e.tool), e.call_id)
+        admitted = admitted.delete(e.tool) if rest is None else admitted.set(e.tool, rest)
+    return _next(s, admitted)
+
+
+def _without(calls: Admitted | None, call_id: str) -> Admitted | None:
+    kept = []
+    node = calls
+    while node is not None and node[1] != call_id:
+        kept.append(node)
+        node = node[2]
+    if node is None:
+        return calls
+    rest = node[2]
+    for at, cid, _ in reversed(kept):
+        rest = (at, cid, rest)
+    return rest
+
+
+# Each case takes its own event type; the table pairs them, and `apply` looks up by type, so a
+# case only ever receives its own kind of event (which the type system cannot express here).
+_CASES: dict[type[Event], Callable[[State, Any], State]] = {
+    WorldCreated: _world_created,
+    WorldForked: _world_forked,
+    FaultsChanged: _faults_changed,
+    RecordCreated: _record_created,
+    RecordUpdated: _record_updated,
+    RecordDeleted: _record_deleted,
+    ClockAdvanced: _clock_advanced,
+    CallStarted: _call_started,
+    FaultInjected: _fault_injected,
+    CallSucceeded: _bump,
+    CallFailed: _bump,
+}

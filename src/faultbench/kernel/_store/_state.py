@@ -1,0 +1,130 @@
+"""The state of a world: one immutable value, produced only by `apply` (see `_reducer.py`).
+
+Everything here is persistent (`immutables.Map`, frozen Structs), so a snapshot is a reference
+and a fork shares structure with its parent. Record values are plain dicts in field order; they
+are never mutated once inside a state (the reducer copies on update), and `Record` hands users
+read-only views of them.
+
+The state hash
+--------------
+`state_hash()` must be cheap enough to compute after every call, so the record part is kept
+incrementally: `rsum` is the sum, modulo 2**256, of one blake2b digest per live record
+(over the canonical JSON of `[table, id, fields]`). Creating a record adds its digest, deleting
+subtracts it, updating does both: O(1) per event, and the sum does not depend on the order in
+which records were written. `state_hash()` then folds in the small scalar parts.
+
+The hash covers: every record (table, id, field values), the id counters, the virtual clock,
+the per-tool counts of valid calls and the call counter. So two worlds with the same hash
+answer the same fault-free calls the same way (same records, same new ids and call ids, same
+times). It leaves out the log itself, the seed and the `settings` (run index, fault switch,
+run-time fault rules), so a fork with another run index hashes like its parent. Some fault decisions also read the log's recent past (rate-limit windows
+count earlier calls, stale reads answer from an older state), so under faults two worlds with
+equal hashes but different histories may answer differently; compare logs (`diff_events`)
+for that.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from hashlib import blake2b
+from typing import Any
+
+import immutables
+import msgspec
+
+from ._indexes import TableIndex
+
+_MOD = 1 << 256
+_EMPTY: immutables.Map[str, int] = immutables.Map()
+
+#: The calls to one tool that were admitted (valid, and not refused with a 429), newest
+#: first, as a persistent linked list: (start time, call id, older calls).
+Admitted = tuple[datetime, str, "Admitted | None"]
+
+_NO_INDEX: immutables.Map[str, TableIndex] = immutables.Map()
+_NO_WINDOWS: immutables.Map[str, Admitted] = immutables.Map()
+
+# Sorted keys make the digest independent of dict insertion order.
+_canon = msgspec.json.Encoder(order="deterministic").encode
+
+
+def record_digest(table: str, rid: str, fields: dict[str, Any]) -> int:
+    """The hash contribution of one record."""
+    return int.from_bytes(blake2b(_canon((table, rid, fields)), digest_size=32).digest(), "big")
+
+
+class Settings(msgspec.Struct, frozen=True, gc=False):
+    """What a world runs under, as its log says: set by `WorldCreated`, `WorldForked` and
+    `FaultsChanged`, so a replay, a fork or a restored snapshot runs under exactly the same.
+    One object shared by every state until one of those events replaces it, so code that
+    derives something from it (the fault plan) can cache by identity."""
+
+    #: run index: selects the fault decisions
+    run: int = 0
+    #: whether the fault plan may inject anything (`faults=False` turns it off for good)
+    faults_on: bool = True
+    #: fault rules set at run time, as a `faults:` block (plain JSON objects); None: the
+    #: world file's own
+    rules: Any = None
+    #: whether this world began as a fork (its log holds a `WorldForked`)
+    forked: bool = False
+
+
+_SETTINGS = Settings()
+
+
+class State(msgspec.Struct, frozen=True, gc=False):
+    """One world's state. Build it only with `State.empty` and `apply`."""
+
+    #: record name -> id -> field dict (field order, `id` included)
+    tables: immutables.Map[str, immutables.Map[str, dict[str, Any]]]
+    #: the virtual clock, timezone-aware UTC
+    clock: datetime
+    #: number of events applied so far: the `seq` the next event gets
+    seq: int = 0
+    #: record name -> the next automatic id (as an int)
+    next_ids: immutables.Map[str, int] = _EMPTY
+    #: tool name -> number of valid calls so far (the `k` of the last one); fault scripts
+    #: count on this, and forks inherit it with the rest of the state
+    k: immutables.Map[str, int] = _EMPTY
+    #: number of calls started (valid or not); the next call id is `c{calls + 1}`
+    calls: int = 0
+    #: sum of record digests mod 2**256 (see module docstring)
+    rsum: int = 0
+    #: run index, fault switch and run-time fault rules (see `Settings`)
+    settings: Settings = _SETTINGS
+    #: record name -> its id order and field indexes (`_order.py`), kept by the reducer for
+    #: the tables that have one; derived from `tables`, so not part of the hash
+    index: immutables.Map[str, TableIndex] = _NO_INDEX
+    #: tool name -> its admitted calls, newest first (`Admitted`): what rate-limit windows
+    #: count, kept per event so a window costs what it holds, not the log's length; derived
+    #: from the log's CallStarted / FaultInjected events, so not part of the hash
+    admitted: immutables.Map[str, Admitted] = _NO_WINDOWS
+
+    @classmethod
+    def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
+        """A state with the given (empty) tables, before any event."""
+        return cls(
+            tables=immutables.Map({name: immutables.Map() for name in tables}),
+            clock=clock,
+            next_ids=immutables.Map(dict.fromkeys(tables, 1)),
+        )
+
+    def state_hash(self) -> str:
+        """Hex digest of everything the hash covers (see module docstring)."""
+        scalar = (
+            f"{self.rsum:064x}",
+            self.clock,
+            sorted(self.next_ids.items()),
+            sorted(self.k.items()),
+            self.calls,
+        )
+        return blake2b(_canon(scalar), digest_size=32).hexdigest()
+
+
+def add_digest(rsum: int, digest: int) -> int:
+    return (rsum + digest) % _MOD
+
+
+def sub_digest(rsum: int, digest: int) -> int:
+    return (rsum - digest) % _MOD

@@ -1,0 +1,1 @@
+"""`World`: the stages brought together; the current world; replay of a log."""

@@ -1,0 +1,473 @@
+"""`World`: a world file brought to life. State, log, clock, tables, calls, snapshots, forks.
+
+A world's state and log belong to its `Book` (see `_book.py`), the one object that assigns
+them; calls are decided by its `Pipeline` (`_pipeline.py`) and committed to the book in one
+step. Snapshots, forks and restores only move references (see `_log.py`), so they cost the
+same for 10 records or 10^6.
+
+Event 0 is always `WorldCreated`; the seed rows follow as `RecordCreated` events without a
+call id, so a log plus the world file it names replays on its own. What a world runs under
+(run index, fault switch, the fault rules in force) is in the log too (`WorldForked`,
+`FaultsChanged`), so `replay` rebuilds a world that answers its next call exactly as the
+live one would.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .._calls._ops import CompiledOp, compile_ops, tables_to_dict
+from .._calls._pipeline import Pipeline, parse_rules
+from .._calls._results import CallResult, Tool
+from .._errors import FaultsDisabled, UnknownTool
+from .._spec._code import tool_fingerprints
+from .._spec._types import WORLD_ATTRIBUTES, WorldSpec
+from .._store._book import Book, Draft
+from .._store._clock import VirtualClock
+from .._store._events import FaultsChanged, WorldCreated, WorldForked
+from .._store._indexes import index_fields, with_indexes
+from .._store._log import EventLog
+from .._store._state import Settings, State
+from .._store._tables import Table
+from .._text._names import did_you_mean
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from .._faults._types import FaultRule
+    from .._inspect._diff import StateDiff
+    from .._inspect._trace import Trace
+
+
+class Snapshot:
+    """A world's state and log at one moment. Taking one is O(1); `world.restore(snap)`
+    goes back to it, `world.fork(snap)` branches from it, `world.diff(snap)` compares."""
+
+    __slots__ = ("_log", "_spec", "_state")
+
+    def __init__(self, spec: WorldSpec, state: State, log: EventLog):
+        self._spec = spec
+        self._state = state
+        self._log = log
+
+    def __repr__(self) -> str:
+        return f"<Snapshot {self._spec.name} at event {self.seq} ({self.at.isoformat()})>"
+
+    @property
+    def spec(self) -> WorldSpec:
+        return self._spec
+
+    @property
+    def state(self) -> State:
+        """The immutable state at the snapshot."""
+        return self._state
+
+    @property
+    def seq(self) -> int:
+        """Number of events in the log at the snapshot (the seq of the next event)."""
+        return self._state.seq
+
+    @property
+    def at(self) -> datetime:
+        """Virtual time at the snapshot."""
+        return self._state.clock
+
+    @property
+    def events(self) -> EventLog:
+        return self._log
+
+    def state_hash(self) -> str:
+        return self._state.state_hash()
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        return tables_to_dict(self._state, self._spec.records)
+
+
+class World:
+    """A running world. Create one with `load_world(path)` or `World.from_spec(spec)`."""
+
+    # --- construction ------------------------------------------------------------------------
+
+    def __init__(self, spec: WorldSpec, seed: int | None = None, run: int = 0, faults: bool = True):
+        seed = spec.seed if seed is None else int(seed)
+        book = _seeded(spec, seed, int(run), bool(faults))
+        _index(book, spec)
+        self._init(spec, seed, compile_ops(spec), book, Snapshot(spec, book.state, book.log))
+
+    def _init(
+        self,
+        spec: WorldSpec,
+        seed: int,
+        ops: dict[str, CompiledOp],
+        book: Book,
+        genesis: Snapshot | None,
+    ) -> None:
+        self._spec = spec
+        self._seed = seed
+        self._ops = ops
+        self._book = book
+        #: the seeded state, for `reset` and stale reads (None: a replayed world, which finds
+        #: its genesis in its log when it needs it)
+        self._genesis = genesis
+        self._pipeline = Pipeline(spec, ops, seed, book, None if genesis is None else genesis.seq)
+        self._tables: dict[str, Table] = {}
+        self._clock = VirtualClock(book)
+        self._trace: Trace | None = None
+
+    @classmethod
+    def from_spec(
+        cls, spec: WorldSpec, seed: int | None = None, run: int = 0, faults: bool = True
+    ) -> World:
+        """A fresh world from a parsed spec: event 0 `WorldCreated`, then the seed rows."""
+        return cls(spec, seed=seed, run=run, faults=faults)
+
+    @classmethod
+    def from_book(
+        cls,
+        spec: WorldSpec,
+        seed: int,
+        book: Book,
+        *,
+        ops: dict[str, CompiledOp] | None = None,
+        genesis: Snapshot | None = None,
+        rules: Mapping[str, FaultRule] | None = None,
+    ) -> World:
+        """A world over an existing state and log (replay and forks build worlds this way).
+        `rules`: the parsed fault rules of the book's settings, if known (spares parsing)."""
+        world = cls.__new__(cls)
+        # A World setting up a World: its own class's private members.
+        ops = compile_ops(spec) if ops is None else ops
+        _index(book, spec)
+        world._init(spec, seed, ops, book, genesis)  # noqa: SLF001
+        if rules is not None:
+            world._pipeline.use_plan(book.state.settings, rules)  # noqa: SLF001
+        return world
+
+    # --- identity ----------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    @property
+    def spec(self) -> WorldSpec:
+        return self._spec
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def run(self) -> int:
+        """Run index: selects the fault decisions (seed data depends on the seed only)."""
+        return self._book.state.settings.run
+
+    @property
+    def faults_enabled(self) -> bool:
+        return self._book.state.settings.faults_on
+
+    def __repr__(self) -> str:
+        state = self._book.state
+        return (
+            f"<World {self.name} seed={self._seed} run={self.run}: "
+            f"{state.seq} events, clock {state.clock.isoformat()}>"
+        )
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def table(self, name: str) -> Table:
+        """A table by record name ("order") or accessor ("orders")."""
+        t = self._tables.get(name)
+        if t is None:
+            spec = self._spec
+            rname = spec.accessors.get(name, name)
+            rspec = spec.records.get(rname)
+            if rspec is None:
+                names = sorted(set(spec.accessors) | set(spec.records))
+                raise LookupError(
+                    f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
+                    + did_you_mean(name, names, sentence=True)
+                )
+            t = self._tables.get(rname) or Table(self._book, rspec)
+            self._tables[rname] = self._tables[name] = t
+        return t
+
+    @property
+    def tables(self) -> dict[str, Table]:
+        """Record name -> Table, in world-file order."""
+        return {name: self.table(name) for name in self._spec.records}
+
+    def __getattr__(self, name: str) -> Table:
+        # Only called when normal lookup fails: record accessors, then a helpful error.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        spec = self.__dict__.get("_spec")
+        if spec is not None and name in spec.accessors:
+            return self.table(name)
+        options = sorted(WORLD_ATTRIBUTES | set(spec.accessors if spec else ()))
+        raise AttributeError(
+            f"World {spec.name if spec else ''!s} has no attribute or table {name!r}."
+            + did_you_mean(name, options, sentence=True)
+        )
+
+    @property
+    def clock(self) -> VirtualClock:
+        return self._clock
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        """Every table as a list of record dicts, in id order."""
+        return tables_to_dict(self._book.state, self._spec.records)
+
+    # --- tools and calls ---------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Tool]:
+        return [op.tool for op in self._ops.values()]
+
+    def tool(self, name: str) -> Tool:
+        op = self._ops.get(name)
+        if op is None:
+            raise UnknownTool(
+                f"unknown tool {name!r}.{did_you_mean(name, self._ops, sentence=True)} "
+                f"Available tools: {', '.join(self._ops)}"
+            )
+        return op.tool
+
+    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
+        """Call a tool as an agent would. Never raises for bad input: the result says."""
+        if self._book.busy is not None:
+            raise self._book.busy_error(f"world.call({tool!r})")
+        return self._pipeline.call(tool, args)
+
+    def call_together(
+        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]]
+    ) -> list[CallResult]:
+        """Make `calls` ((tool, args) pairs) at the same moment, as concurrent agents would:
+        they all start at the current virtual time and complete in order of virtual
+        completion. The log is the same whatever order `calls` come in (they are put in a
+        canonical order first); results come back in the order given."""
+        if self._book.busy is not None:
+            raise self._book.busy_error("world.call_together()")
+        return self._pipeline.call_together(list(calls))
+
+    async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
+        """`call` from async code (trio or asyncio): calls made concurrently form one batch,
+        as `call_together` runs it (see docs/FAULTS.md, "Concurrent calls")."""
+        from .._calls._schedule import join
+
+        return await join(self, tool, args)
+
+    def set_faults(self, rules: Any) -> None:
+        """Replace the fault rules at run time: a `faults:` block as YAML text or plain
+        objects (validated like the world file's; raises WorldFileError), or a mapping of
+        key -> FaultRule. Call numbering (`k`) carries on. The change is an event
+        (`FaultsChanged`), so a replay of the log runs under the same rules. See
+        docs/FAULTS.md.
+
+        A world created with `faults=False` never injects a fault, so rules given to it
+        would silently do nothing: that raises `FaultsDisabled` (an empty rule set is fine).
+        """
+        parsed = parse_rules(self._spec, rules)
+        if not self.faults_enabled and parsed:
+            raise FaultsDisabled(
+                f"faults are disabled for the world {self.name!r} (faults=False), so rules "
+                f"for {', '.join(parsed)} would never apply. Create it with faults=True "
+                "(and set_faults({}) to start without rules), or set them on "
+                "world.fork(faults=True)."
+            )
+        from .._spec._reader import render_faults
+
+        block = _plain(render_faults(parsed))
+        state = self._book.state
+        self._book.emit(FaultsChanged(seq=state.seq, at=state.clock, rules=block))
+        self._pipeline.use_plan(self._book.state.settings, parsed)
+
+    @property
+    def fault_rules(self) -> dict[str, Any]:
+        """The fault rules in force, as written: key -> FaultRule."""
+        return dict(self._pipeline.plan().rules)
+
+    # --- the log -----------------------------------------------------------------------------
+
+    @property
+    def events(self) -> EventLog:
+        """Every event so far, as a read-only sequence (a fixed-length view)."""
+        return self._book.log
+
+    def events_since(self, seq: int) -> list[Any]:
+        """Events with `seq >= seq`."""
+        return self.events[max(seq, 0) :]
+
+    @property
+    def trace(self) -> Trace:
+        """The calls of this world, rebuilt from its log (`count`, `calls_to`, `faults`...)."""
+        from .._inspect._trace import Trace
+
+        # Trace.follow reads only the events added since the last trace of this log.
+        self._trace = Trace.follow(self.events, self._trace)
+        return self._trace
+
+    def state_hash(self) -> str:
+        """Hex digest of records, id counters, clock and call counts (see `_state.py`)."""
+        return self._book.state.state_hash()
+
+    # --- snapshots, forks, diffs -------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self._spec, self._book.state, self._book.log)
+
+    def restore(self, snap: Snapshot) -> None:
+        """Go back (or forward) to `snap`: records, clock and log, so replay still agrees.
+        The fault rules in force stay in force (logged again if the snapshot had others)."""
+        self._check_snapshot(snap)
+        before = self._book.state.settings
+        self._book.rewind(snap.state, snap.events)
+        _carry_over(self._book, before, fork_of=None)
+
+    def _check_snapshot(self, snap: Any) -> None:
+        if not isinstance(snap, Snapshot):
+            raise TypeError(
+                f"Expected a Snapshot (from world.snapshot()). Instead, received: {snap!r}"
+            )
+        if snap.spec is not self._spec and snap.spec.digest != self._spec.digest:
+            raise ValueError(
+                f"Expected a snapshot of world {self.name!r}. Instead, received one of "
+                f"{snap.spec.name!r} (a different world file)."
+            )
+
+    def fork(
+        self, snap: Snapshot | None = None, run: int | None = None, faults: bool | None = None
+    ) -> World:
+        """A new, independent world starting from `snap` (default: now). O(1): it shares the
+        parent's log prefix and state. Its first own event is `WorldForked`; the fault rules
+        in force in this world now are in force there too."""
+        if snap is None:
+            snap = self.snapshot()
+        else:
+            self._check_snapshot(snap)
+        now = self._book.state.settings
+        book = Book(snap.state, snap.events)
+        wanted = msgspec.structs.replace(
+            now,
+            run=now.run if run is None else int(run),
+            faults_on=now.faults_on if faults is None else bool(faults),
+        )
+        _carry_over(book, wanted, fork_of=snap.seq - 1)
+        same = book.state.settings.rules is now.rules  # then no need to parse them again
+        return World.from_book(
+            self._spec,
+            self._seed,
+            book,
+            ops=self._ops,
+            genesis=self._genesis,
+            rules=self._pipeline.plan().rules if same else None,
+        )
+
+    def reset(self) -> None:
+        """Back to the seeded state (a fork stays a fork: it logs `WorldForked` again). The
+        fault rules in force stay in force."""
+        genesis = self._genesis
+        if genesis is None:  # a replayed world: seed it again, as its first event says
+            first = self.events[0]
+            assert isinstance(first, WorldCreated)
+            book = _seeded(self._spec, self._seed, first.run, first.faults)
+            genesis = self._genesis = Snapshot(self._spec, book.state, book.log)
+            self._pipeline.genesis_seq = genesis.seq
+        before = self._book.state.settings
+        self._book.rewind(genesis.state, genesis.events)
+        _carry_over(self._book, before, fork_of=genesis.seq - 1 if before.forked else None)
+
+    def diff(self, other: World | Snapshot) -> StateDiff:
+        """What changed from `other` to this world: added / removed / changed records."""
+        from .._inspect._diff import diff_tables
+
+        if isinstance(other, World):
+            other = other.snapshot()
+        if isinstance(other, Snapshot):
+            return diff_tables(other.state.tables, self._book.state.tables)
+        raise TypeError(f"Expected a World or a Snapshot. Instead, received: {other!r}")
+
+
+def _carry_over(book: Book, before: Settings, fork_of: int | None) -> None:
+    """After `book` moved to another state: log what must stay as it was `before` (a fork's
+    `WorldForked`, when `fork_of` is the parent's last seq; the fault rules in force)."""
+    d = Draft(book.state)
+    if fork_of is not None:
+        s = d.state
+        d.emit(
+            WorldForked(
+                seq=s.seq, at=s.clock, parent_seq=fork_of, run=before.run, faults=before.faults_on
+            )
+        )
+    if d.state.settings.rules != before.rules:
+        s = d.state
+        d.emit(FaultsChanged(seq=s.seq, at=s.clock, rules=before.rules))
+    book.commit(d)
+
+
+def _index(book: Book, spec: WorldSpec) -> None:
+    """Give `book`'s state the table indexes `spec` asks for (`_order.py`), built at once.
+    A world's genesis and a replay fold their events unindexed, which is faster than
+    keeping indexes per event; from here on the reducer keeps them."""
+    state = book.state
+    index = with_indexes(state.index, state.tables, index_fields(spec))
+    if index is not None:
+        book.rewind(msgspec.structs.replace(state, index=index), book.log)
+
+
+# --- seeding -------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """`value` as the JSON types a log holds (int keys become strings, tuples lists), so a
+    live world and its replay hold equal settings."""
+    return msgspec.json.decode(msgspec.json.encode(value))
+
+
+def _seed_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]:
+    from .._spec._rows import generate_rows  # lazily: only worlds being created need it
+
+    return generate_rows(spec, seed)
+
+
+def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> Book:
+    """The genesis of a world: `WorldCreated`, then one `RecordCreated` per seed row."""
+    book = Book(State.empty(tuple(spec.records), spec.clock_start))
+    book.emit(
+        WorldCreated(
+            seq=0,
+            at=spec.clock_start,
+            world=spec.name,
+            seed=seed,
+            run=run,
+            digest=spec.digest,
+            path=spec.path,
+            faults=faults,
+            tools=tool_fingerprints(spec) if spec.handlers else {},
+        )
+    )
+    for rname, rows in _seed_rows(spec, seed).items():
+        table = Table(book, spec.records[rname])
+        for row in rows:
+            table.insert(**row)
+    return book
+
+
+def genesis_events(spec: WorldSpec, seed: int, run: int = 0, faults: bool = True) -> EventLog:
+    """The events a world of `spec` and `seed` starts with: `WorldCreated`, then its seed
+    rows (what replay checks a log's first events against)."""
+    return _seeded(spec, seed, run, faults).log
+
+
+def load_world(
+    path: str | os.PathLike[str], seed: int | None = None, run: int = 0, faults: bool = True
+) -> World:
+    """Load a world file and start a world: `seed` defaults to the file's, `run` selects the
+    fault decisions, `faults=False` turns the fault plan off."""
+    from .._spec._reader import load_spec
+
+    return World.from_spec(load_spec(path), seed=seed, run=run, faults=faults)

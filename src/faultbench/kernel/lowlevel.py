@@ -1,0 +1,92 @@
+"""The kernel's second door: what faultbench's shells, and libraries built like them, need
+beyond the user API of `faultbench.kernel`.
+
+`faultbench.kernel` (and `faultbench`) export the API of DESIGN.md: worlds, tables, events,
+traces, replay and errors. The serve, testing and command shells also read world files without
+building a world, walk the fault registry, render values the way messages do, and read a run's
+faults back from its log; those names live here, as trio keeps `trio.lowlevel` apart from
+`trio`. They are public and documented in docs/ARCHITECTURE.md, but they move faster than
+the user API: a shell imports them from here and from nowhere else (import-linter checks it).
+
+The world-file readers (`load_spec`, `parse_faults`, `render_faults`, `parse_duration`) are
+imported on first use: their module imports pyyaml, which `import faultbench` does not pay for.
+"""
+
+import importlib as _importlib
+import typing as _typing
+
+from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
+from ._faults._inject import InjectionPlan as InjectionPlan
+from ._faults._kinds import KINDS as FAULT_KINDS
+from ._faults._kinds import FaultKind as FaultKind
+from ._faults._kinds import kind as fault_kind
+from ._faults._plan import effective_rule as effective_rule
+from ._inspect._diff import format_event as format_event
+from ._inspect._pins import FaultPin as FaultPin
+from ._inspect._pins import faults_received as faults_received
+from ._inspect._pins import pin_block as pin_block
+from ._spec._code import add_tools as add_tools
+from ._spec._code import empty_spec as empty_spec
+from ._spec._rows import generate_rows as generate_rows
+from ._spec._schema import operation_args as operation_args
+from ._store._events import add_log_line as add_log_line
+from ._text._keys import id_order as id_order
+from ._text._names import did_you_mean as did_you_mean
+from ._text._show import format_value as format_value
+from ._text._show import iso_time as iso_time
+from ._text._show import show_repr as show_repr
+
+if _typing.TYPE_CHECKING:
+    from ._spec._reader import load_spec as load_spec
+    from ._spec._reader import parse_duration as parse_duration
+    from ._spec._reader import parse_faults as parse_faults
+    from ._spec._reader import render_faults as render_faults
+
+#: public name -> the module it lives in, for names imported on first use (PEP 562)
+_LAZY = {
+    "load_spec": "._spec._reader",
+    "parse_duration": "._spec._reader",
+    "parse_faults": "._spec._reader",
+    "render_faults": "._spec._reader",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, "faultbench.kernel"), name)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = [
+    "FAULT_KINDS",
+    "INJECTABLE_KINDS",
+    "FaultKind",
+    "FaultPin",
+    "InjectionPlan",
+    "add_log_line",
+    "add_tools",
+    "did_you_mean",
+    "effective_rule",
+    "empty_spec",
+    "fault_kind",
+    "faults_received",
+    "format_event",
+    "format_value",
+    "generate_rows",
+    "id_order",
+    "iso_time",
+    "load_spec",
+    "operation_args",
+    "parse_duration",
+    "parse_faults",
+    "pin_block",
+    "render_faults",
+    "show_repr",
+]

@@ -1,0 +1,336 @@
+"""The HTML run report: one self-contained static file per session (inline CSS, JS and SVG;
+no server, no network), written by `pytest --faultbench-report DIR` and `faultbench report`.
+
+The page is rendered in the browser from embedded JSON, lazily: the overview (each group's
+gate and its strip of run cells) comes from one small JSON block, and each run's details
+(calls, state changes, event-log diff) sit in a JSON block of their own, parsed only when the
+run is opened. So a session of 1,000 runs x 50 calls loads as fast as its overview, and a run
+of 10,000 calls costs only that run's timeline when it is opened.
+
+Everything shown is computed here from the runs' event logs through faultbench.kernel's
+public API: calls from `Trace`, state changes from `replay` + `World.diff`, the diff against
+the closest passing run from `diff_events`. The page itself (`_report_page.html`) only draws.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .._gate._report import Group, Run, closest_passing
+from .._gate._stats import pass_hat_k
+
+__all__ = ["REPORT_FILE", "build_report", "spec_of", "write_report"]
+
+REPORT_FILE = "faultbench-report.html"
+#: lines of event-log diff per failing run
+DIFF_LINES = 200
+#: passing runs a failing run is compared with, nearest in log length first
+DIFF_CANDIDATES = 8
+#: characters of an answer's text kept per call (the full text of huge answers is cut)
+TEXT_LIMIT = 4000
+
+#: fault kind -> colour (the legend); kinds not listed get the last colour
+KIND_COLOURS = {
+    "timeout": "#d62728",
+    "timeout_before_commit": "#ff7f0e",
+    "http_500": "#9467bd",
+    "http_502": "#8c564b",
+    "http_503": "#e377c2",
+    "http_429": "#bcbd22",
+    "rate_limit": "#bcbd22",
+    "not_found": "#17becf",
+    "empty_result": "#7f7f7f",
+    "malformed_json": "#1f77b4",
+    "stale_read": "#2ca02c",
+    "duplicate": "#ff9896",
+    "other": "#555555",
+}
+
+
+def write_report(
+    directory: Path | str,
+    groups: list[Group],
+    *,
+    reproduce: dict[str, str] | None = None,
+    shrinks: dict[str, dict[str, Any]] | None = None,
+    title: str = "faultbench run report",
+) -> Path:
+    """Write `DIR/faultbench-report.html`; returns its path."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / REPORT_FILE
+    path.write_text(
+        build_report(groups, reproduce=reproduce, shrinks=shrinks, title=title),
+        encoding="utf-8",
+    )
+    return path
+
+
+def build_report(
+    groups: list[Group],
+    *,
+    reproduce: dict[str, str] | None = None,
+    shrinks: dict[str, dict[str, Any]] | None = None,
+    title: str = "faultbench run report",
+) -> str:
+    """The report's HTML text."""
+    reproduce = reproduce or {}
+    shrinks = shrinks or {}
+    overview: list[dict[str, Any]] = []
+    blocks: list[str] = []
+    specs: dict[str, Any] = {}
+    for g_index, group in enumerate(groups):
+        decoded: dict[int, list[Any]] = {}
+        cells = []
+        for _, run in sorted(group.runs.items()):
+            rid = f"{g_index}-{run.index}"
+            cells.append([run.index, run.outcome, run.tolerated, rid])
+            detail = _run_detail(group, run, decoded, specs)
+            detail["reproduce"] = reproduce.get(run.nodeid)
+            detail["shrink"] = shrinks.get(run.nodeid)
+            blocks.append(_script(f"run-{rid}", detail))
+        overview.append({**_group_overview(group), "cells": cells})
+    data = {
+        "title": title,
+        "generated": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "kinds": KIND_COLOURS,
+        "groups": overview,
+    }
+    page = resources.files(__package__).joinpath("_report_page.html").read_text("utf-8")
+    parts = {
+        "title": _html_escape(title),
+        "data": _script("faultbench-data", data),
+        "runs": "\n".join(blocks),
+    }
+    # One pass, so a `{{...}}` inside the data is never taken for a placeholder.
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m[1]], page)
+
+
+def _script(element_id: str, data: Any) -> str:
+    # `</` inside a JSON string could close the script element: written as `<\/` (valid JSON).
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = text.replace("</", "<\\/")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def _html_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _group_overview(group: Group) -> dict[str, Any]:
+    gate = group.gate()
+    outcomes = [r.outcome for r in group.runs.values()]
+    lo, hi = gate.interval
+    return {
+        "name": group.name,
+        "total": group.total,
+        "min_pass_rate": group.min_pass_rate,
+        "passed": gate.passed,
+        "failed": gate.failed,
+        "stopped": gate.stopped,
+        "skipped": outcomes.count("skipped"),
+        "unknown": outcomes.count("unknown"),
+        "rate": gate.rate if gate.ran else None,
+        "ci": [lo, hi] if gate.ran else None,
+        "pass_hat_3": pass_hat_k(gate.passed, gate.ran, 3),
+        "gate": None if not gate.planned or outcomes.count("unknown") else gate.ok,
+        "line": gate.line() if gate.planned and not outcomes.count("unknown") else "",
+    }
+
+
+# =============================================================================================
+# One run: calls, state changes, diff
+# =============================================================================================
+
+
+def _run_detail(
+    group: Group,
+    run: Run,
+    decoded: dict[int, list[Any]],
+    specs: dict[str, Any],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "nodeid": run.nodeid,
+        "index": run.index,
+        "outcome": run.outcome,
+        "tolerated": run.tolerated,
+        "message": run.message,
+        "summary": run.summary,
+        "state_hash": run.state_hash,
+        "events_file": run.events_file,
+        "calls": [],
+        "lanes": [],
+        "state": None,
+        "diff": None,
+    }
+    if run.events is None:
+        return out
+    from faultbench.kernel import decode_events
+
+    events = decoded.get(run.index)
+    if events is None:
+        events = decoded[run.index] = list(decode_events(run.events.encode()))
+    spec = _spec(events, specs)
+    out.update(_timeline(events, spec))
+    out["n_events"] = len(events)
+    if spec is not None:
+        out["state"] = _state_change(spec, events)
+    if run.outcome == "failed":
+        best = closest_passing(
+            group, run, decoded, max_lines=DIFF_LINES, candidates=DIFF_CANDIDATES
+        )
+        if best is not None:
+            other, d = best
+            out["diff"] = {
+                "against": other.index,
+                "header": d.header(),
+                "settings": d.settings,
+                "rows": _side_by_side(d.lines),
+            }
+    return out
+
+
+def _spec(events: list[Any], specs: dict[str, Any]) -> Any:
+    from faultbench.kernel import WorldCreated
+
+    first = events[0] if events else None
+    key = f"{first.path}:{first.digest}" if isinstance(first, WorldCreated) else ""
+    if key not in specs:
+        specs[key] = spec_of(events)
+    return specs[key]
+
+
+def _ms(t: datetime | None, origin: datetime) -> float:
+    return 0.0 if t is None else round((t - origin).total_seconds() * 1000, 3)
+
+
+def _timeline(events: list[Any], spec: Any) -> dict[str, Any]:
+    """The calls as bars: lane, start and end (virtual ms since the first call), fault,
+    ghost write, the call it retries, and what hover shows (arguments, text, _meta)."""
+    from faultbench.kernel import RecordCreated, RecordDeleted, RecordUpdated, Trace
+    from faultbench.kernel.lowlevel import iso_time
+
+    wrote: dict[str, int] = {}
+    for ev in events:
+        if isinstance(ev, RecordCreated | RecordUpdated | RecordDeleted) and ev.call_id:
+            wrote[ev.call_id] = wrote.get(ev.call_id, 0) + 1
+    trace = Trace(events)
+    calls = list(trace)
+    if not calls:
+        return {"lanes": [], "calls": [], "span": 0}
+    origin = min(c.started_at for c in calls if c.started_at is not None)
+    lanes: list[str] = []
+    lane_of: dict[str, int] = {}
+    ops = {} if spec is None else spec.operations
+    keyed = sorted({c.tool for c in calls}, key=lambda t: (ops[t].service if t in ops else "~", t))
+    for tool in keyed:
+        lane_of[tool] = len(lanes)
+        lanes.append(ops[tool].qualname if tool in ops else tool)
+    last_of: dict[tuple[str, str], int] = {}
+    rows = []
+    span = 0.0
+    for i, c in enumerate(calls):
+        start, end = _ms(c.started_at, origin), _ms(c.finished_at, origin)
+        span = max(span, end)
+        key = (c.tool, json.dumps(c.args, sort_keys=True, default=str))
+        before = last_of.get(key)
+        retry_of = before if before is not None and not calls[before].ok else None
+        last_of[key] = i
+        meta: dict[str, Any] = {"call_id": c.call_id}
+        if c.started_at is not None:
+            meta["started_at"] = iso_time(c.started_at)
+        if c.finished_at is not None:
+            meta["finished_at"] = iso_time(c.finished_at)
+        if c.fault is not None:
+            meta["fault"] = c.fault
+        if not c.ok:
+            meta["error_kind"] = c.error_kind
+        text = c.text if len(c.text) <= TEXT_LIMIT else c.text[:TEXT_LIMIT] + "…"
+        rows.append(
+            {
+                "i": i,
+                "lane": lane_of[c.tool],
+                "tool": c.tool,
+                "k": c.k,
+                "s": start,
+                "e": end,
+                "ok": c.ok,
+                "fault": c.fault,
+                "kind": c.error_kind,
+                "ghost": (not c.ok) and wrote.get(c.call_id, 0) > 0,
+                "writes": wrote.get(c.call_id, 0),
+                "retry_of": retry_of,
+                "args": c.args,
+                "text": text,
+                "meta": meta,
+            }
+        )
+    return {"lanes": lanes, "calls": rows, "span": span, "origin": iso_time(origin)}
+
+
+def _state_change(spec: Any, events: list[Any]) -> dict[str, Any] | None:
+    """The records the run added, removed and changed: its end state against its start (the
+    world as the test got it, before the first call)."""
+    from faultbench.kernel import CallStarted, FaultbenchError, replay
+
+    first = next((i for i, e in enumerate(events) if isinstance(e, CallStarted)), len(events))
+    try:
+        start = replay(spec, events[:first], strict=False)
+        end = replay(spec, events, strict=False)
+    except (FaultbenchError, ValueError):
+        return None
+    diff: dict[str, Any] = end.diff(start.snapshot()).to_dict()
+    return diff
+
+
+def _side_by_side(lines: list[str]) -> list[list[Any]]:
+    """diff_events' unified lines as aligned rows `[left, right, tag]`: tag "=" context on
+    both sides, "~" a change (left removed, right added, either may be empty), "@" a hunk
+    header, "…" a note."""
+    rows: list[list[Any]] = []
+    minus: list[str] = []
+    plus: list[str] = []
+
+    def flush() -> None:
+        for n in range(max(len(minus), len(plus))):
+            rows.append(
+                [minus[n] if n < len(minus) else None, plus[n] if n < len(plus) else None, "~"]
+            )
+        minus.clear()
+        plus.clear()
+
+    for line in lines:
+        if line.startswith("- "):
+            minus.append(line[2:])
+        elif line.startswith("+ "):
+            plus.append(line[2:])
+        else:
+            flush()
+            if line.startswith("@@"):
+                rows.append([line, line, "@"])
+            elif line.startswith("  "):
+                rows.append([line[2:], line[2:], "="])
+            else:
+                rows.append([line, line, "…"])
+    flush()
+    return rows
+
+
+def spec_of(events: list[Any]) -> Any:
+    """The world spec a log was recorded with, from the path in its `WorldCreated` (None
+    when there is none or it cannot be read)."""
+    from faultbench.kernel import WorldCreated, WorldFileError
+    from faultbench.kernel.lowlevel import load_spec
+
+    first = events[0] if events else None
+    if not isinstance(first, WorldCreated) or not first.path:
+        return None
+    try:
+        return load_spec(first.path)
+    except (OSError, WorldFileError):
+        return None

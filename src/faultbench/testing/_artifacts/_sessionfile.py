@@ -1,0 +1,118 @@
+"""`faultbench-session.json`: what a pytest session knew about its runs, next to their event
+logs (`--faultbench-events DIR`), so `faultbench report DIR` and `faultbench shrink` can work
+from saved logs: each group's runs with their outcome, assertion message, call line, state
+hash, event-log file and the command that reproduces them.
+
+Without the file (logs copied by hand), `read_session` rebuilds the groups from the file
+names alone (`<test id>.run4.jsonl`), with outcomes unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._gate._report import Group, Run
+
+__all__ = ["SESSION_FILE", "Session", "read_session", "write_session"]
+
+SESSION_FILE = "faultbench-session.json"
+VERSION = 1
+
+_RUN_FILE = re.compile(r"^(?P<group>.+)\.run(?P<index>\d+)\.jsonl$")
+
+
+@dataclass
+class Session:
+    groups: list[Group]
+    #: nodeid -> the command that reproduces it
+    reproduce: dict[str, str] = field(default_factory=dict)
+    #: nodeid -> shrink result as plain JSON (headline, pins, reproduce)
+    shrinks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    title: str = "faultbench run report"
+
+
+def write_session(
+    directory: Path,
+    groups: list[Group],
+    reproduce: Callable[[str], str],
+    shrinks: dict[str, dict[str, Any]] | None = None,
+) -> Path:
+    """Write the session file into `directory` (the event logs' folder)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {
+        "version": VERSION,
+        "groups": [
+            {
+                "name": g.name,
+                "total": g.total,
+                "min_pass_rate": g.min_pass_rate,
+                "runs": [
+                    {
+                        "nodeid": r.nodeid,
+                        "index": r.index,
+                        "outcome": r.outcome,
+                        "tolerated": r.tolerated,
+                        "message": r.message,
+                        "summary": r.summary,
+                        "state_hash": r.state_hash,
+                        "events_file": None if r.events_file is None else Path(r.events_file).name,
+                        "reproduce": reproduce(r.nodeid),
+                    }
+                    for _, r in sorted(g.runs.items())
+                ],
+            }
+            for g in groups
+        ],
+        "shrinks": shrinks or {},
+    }
+    path = directory / SESSION_FILE
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+    return path
+
+
+def read_session(directory: Path) -> Session:
+    """The groups of a folder of event logs, with their events loaded. Raises OSError when
+    the folder cannot be read, ValueError when it holds nothing to show."""
+    meta = directory / SESSION_FILE
+    if meta.exists():
+        data = json.loads(meta.read_text())
+        groups, reproduce = [], {}
+        for g in data.get("groups", []):
+            group = Group(g["name"], g["total"], g.get("min_pass_rate"))
+            for r in g["runs"]:
+                run = Run(
+                    r["nodeid"],
+                    r["index"],
+                    outcome=r["outcome"],
+                    tolerated=r.get("tolerated", False),
+                    message=r.get("message"),
+                    summary=r.get("summary"),
+                    state_hash=r.get("state_hash"),
+                )
+                if r.get("events_file"):
+                    path = directory / r["events_file"]
+                    run.events_file = str(path)
+                    if path.exists():
+                        run.events = path.read_text()
+                if r.get("reproduce"):
+                    reproduce[run.nodeid] = r["reproduce"]
+                group.runs[run.index] = run
+            groups.append(group)
+        return Session(groups, reproduce, dict(data.get("shrinks", {})))
+    by_group: dict[str, Group] = {}
+    for path in sorted(directory.glob("*.jsonl")):
+        m = _RUN_FILE.match(path.name)
+        name, index = (m["group"], int(m["index"])) if m else (path.stem, 0)
+        group = by_group.setdefault(name, Group(name, 0, None))
+        run = Run(f"{name}[run{index}]", index, outcome="unknown", events_file=str(path))
+        run.events = path.read_text()
+        group.runs[index] = run
+        group.total = len(group.runs)
+    if not by_group:
+        raise ValueError(f"{directory}: no event logs (*.jsonl) and no {SESSION_FILE}")
+    return Session(list(by_group.values()))
