@@ -10,7 +10,15 @@ from importlib.metadata import version
 from faultbench.serve import MCP_VERSION
 
 MAIN = ["pydantic_ai", "agents", "llama_index.tools.mcp", "google.adk"]
-MCP1 = ["langchain_mcp_adapters", "langchain", "langgraph", "smolagents", "mcpadapt", "agents"]
+MCP1 = [
+    "langchain_mcp_adapters",
+    "langchain",
+    "langgraph",
+    "smolagents",
+    "mcpadapt",
+    "strands",
+    "agents",
+]
 
 
 def installed(module: str) -> bool:
