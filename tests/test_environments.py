@@ -9,7 +9,7 @@ from importlib.metadata import version
 
 from faultbench.serve import MCP_VERSION
 
-MAIN = ["pydantic_ai", "agents", "llama_index.tools.mcp", "google.adk"]
+MAIN = ["pydantic_ai", "agents", "llama_index.tools.mcp"]
 MCP1 = [
     "langchain_mcp_adapters",
     "langchain",
@@ -17,6 +17,7 @@ MCP1 = [
     "smolagents",
     "mcpadapt",
     "strands",
+    "google.adk",
     "agents",
 ]
 

@@ -20,14 +20,18 @@ SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "worlds" / "s
 # tests/test_environments.py checks that each has its frameworks. The Agents SDK takes either.
 if MCP_MAJOR >= 2:
     FRAMEWORKS = ["pydantic_ai", "openai_agents"]
-    collect_ignore = ["test_langgraph.py", "test_smolagents.py", "test_strands.py"]
+    collect_ignore = [
+        "test_langgraph.py",
+        "test_smolagents.py",
+        "test_strands.py",
+        "test_google_adk.py",
+    ]
 else:
     FRAMEWORKS = ["openai_agents", "langgraph", "smolagents"]
     collect_ignore = [
         "test_pydantic_ai.py",
         "test_cassettes.py",
         "test_llamaindex.py",
-        "test_google_adk.py",
     ]
 
 

@@ -1,7 +1,8 @@
 """Google ADK (`LlmAgent`) through its `McpToolset`, with a scripted `BaseLlm`: the tools it
 builds, how a fault reaches the agent, and the world afterwards, over streamable HTTP and
 stdio (`McpToolset` takes connection parameters, not a session, so there is no in-process
-path). Runs in the main environment. The recipe in docs/INTEGRATIONS.md is the HTTP test."""
+path). Runs in the mcp 1.x environment (google-adk takes either SDK, but its pin of
+opentelemetry-api keeps it from the main one's fastmcp). The recipe in docs/INTEGRATIONS.md is the HTTP test."""
 
 from __future__ import annotations
 

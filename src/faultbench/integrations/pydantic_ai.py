@@ -106,7 +106,15 @@ def _toolset_for(where: Target, **kwargs: Any) -> MCPToolset[Any]:
     if isinstance(where, Http):
         return MCPToolset(where.url, **kwargs)
     command, *args = where.argv
+    # Pydantic AI gives a server 5 s to answer `initialize`; a stdio world server is a new
+    # Python process importing mcp, trio and the world's handlers, which a busy CI machine
+    # can take longer than that to start.
+    kwargs.setdefault("init_timeout", STDIO_INIT_S)
     return MCPToolset(StdioTransport(command, args, keep_alive=False), **kwargs)
+
+
+#: seconds a stdio server has to start and answer `initialize` (`toolset(..., init_timeout=)`)
+STDIO_INIT_S = 30.0
 
 
 def toolset(mcp: WorldServer | str | Sequence[str], **kwargs: Any) -> MCPToolset[Any]:
