@@ -320,3 +320,39 @@ def test_names_and_titles_follow_their_record():
     assert {t["title"] for t in rows["ticket"]} <= set(_TITLES)
     assert {s["name"] for s in rows["supplier"]} <= set(_COMPANIES)
     assert "desk lamp" not in {b["title"] for b in rows["book"]}
+
+
+UNICODE_DIGIT_IDS = """\
+services:
+  shop:
+    records:
+      order: { status: "enum[placed, delivered]" }
+    seed:
+      order:
+        count: 2
+        rows:
+          - { id: "²", status: placed }
+          - { id: "10", status: delivered }
+          - { id: "٣", status: placed }
+"""
+
+
+def test_ids_that_are_digits_to_isdigit_but_not_to_int_sort_as_text(tmp_path):
+    # "²" and "٣" pass str.isdigit() but int() refuses them: one sort key (`id_order`) for
+    # tables, seed plans and diffs orders them as text, after the numeric ids
+    import faultbench
+
+    path = tmp_path / "world.yaml"
+    path.write_text(UNICODE_DIGIT_IDS)
+    world = faultbench.load_world(path)
+    assert [r.id for r in world.orders.all()] == ["1", "2", "10", "²", "٣"]
+    rows = generate_rows(load_spec(path), 0)["order"]
+    assert [r["id"] for r in rows] == ["1", "2", "10", "²", "٣"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "faultbench.cli", "check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -12,8 +12,9 @@ The world-file readers (`load_spec`, `parse_faults`, `render_faults`, `parse_dur
 imported on first use: their module imports pyyaml, which `import faultbench` does not pay for.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from faultbench._lazy import lazy_names as _lazy_names
 
 from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._faults._inject import InjectionPlan as InjectionPlan
@@ -51,18 +52,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, "faultbench.kernel"), name)
-    globals()[name] = value  # once imported, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
+__getattr__, __dir__ = _lazy_names("faultbench.kernel", globals(), _LAZY)
 
 __all__ = [
     "FAULT_KINDS",

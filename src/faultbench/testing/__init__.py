@@ -20,8 +20,9 @@ Every name here is imported on first use (PEP 562): a pytest run loads this pack
 plugin, and one that uses no simulation name, report or shrinking imports none of them.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from faultbench._lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from ._artifacts._html import spec_of as spec_of
@@ -114,18 +115,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module, __name__), name)
-    globals()[name] = value  # once imported, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
-
+__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "ADVERSARIAL_USER",

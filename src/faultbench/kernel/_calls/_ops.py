@@ -32,7 +32,7 @@ from .._spec._schema import Validator, default_description, input_schema, operat
 from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
 from .._store._events import Event
-from .._store._tables import Record, Table
+from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
 from ._results import Tool
@@ -95,14 +95,7 @@ class Transaction(Draft):
         return list(self.pending)
 
     def table(self, name: str) -> Table:
-        t = self._tables.get(name)
-        if t is None:
-            rname = self.spec.accessors.get(name, name)
-            rspec = self.spec.records.get(rname)
-            if rspec is None:
-                raise LookupError(_no_table(self.spec, name))
-            t = self._tables[rname] = self._tables[name] = Table(self, rspec)
-        return t
+        return table_of(self._tables, self, self.spec, name)
 
     @property
     def tables(self) -> dict[str, Table]:
@@ -150,14 +143,6 @@ def tables_to_dict(state: State, order: Any = None) -> dict[str, list[dict[str, 
         ids = ix.ids if ix is not None and ix.rows is rows else sorted(rows.keys(), key=id_order)
         out[name] = [dict(rows[i]) for i in ids]
     return out
-
-
-def _no_table(spec: WorldSpec, name: str) -> str:
-    names = sorted(spec.accessors) or sorted(spec.records)
-    return (
-        f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
-        + did_you_mean(name, names, sentence=True)
-    )
 
 
 # --- compiled operations ---------------------------------------------------------------------

@@ -634,9 +634,7 @@ def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
         return state
     import immutables
 
-    return msgspec.structs.replace(
-        state, tables=immutables.Map(tables), index=immutables.Map(index)
-    )
+    return state.derived(tables=immutables.Map(tables), index=immutables.Map(index))
 
 
 # ---------------------------------------------------------------------------------------------

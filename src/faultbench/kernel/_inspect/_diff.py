@@ -12,7 +12,7 @@ in record order, so a diff printed in CI reads the same as on a laptop.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -122,24 +122,25 @@ class FieldChange(msgspec.Struct, frozen=True):
     new: Any
 
 
-class RecordAdded(msgspec.Struct, frozen=True, tag="added"):
+class _WholeRecord(msgspec.Struct, frozen=True):
+    """A record that is only on one side of a diff, with all its fields."""
+
     table: str
     id: str
     fields: dict[str, Any]
+    _sign: ClassVar[str] = ""
 
     def __str__(self) -> str:
         rest = {k: v for k, v in self.fields.items() if k != "id"}
-        return f"+ {self.table} {self.id} {format_value(rest)}"
+        return f"{self._sign} {self.table} {self.id} {format_value(rest)}"
 
 
-class RecordRemoved(msgspec.Struct, frozen=True, tag="removed"):
-    table: str
-    id: str
-    fields: dict[str, Any]
+class RecordAdded(_WholeRecord, frozen=True, tag="added"):
+    _sign: ClassVar[str] = "+"
 
-    def __str__(self) -> str:
-        rest = {k: v for k, v in self.fields.items() if k != "id"}
-        return f"- {self.table} {self.id} {format_value(rest)}"
+
+class RecordRemoved(_WholeRecord, frozen=True, tag="removed"):
+    _sign: ClassVar[str] = "-"
 
 
 class RecordChanged(msgspec.Struct, frozen=True, tag="changed"):

@@ -520,33 +520,33 @@ def _render_rule(rule: FaultRule) -> dict[str, Any]:
     lat = rule.latency
     if lat is not None:
         if lat.dist == "lognormal":
-            body["latency_ms"] = {"p50": _plain(lat.p50_ms), "p99": _plain(lat.p99_ms)}
+            body["latency_ms"] = {"p50": _whole(lat.p50_ms), "p99": _whole(lat.p99_ms)}
         elif lat.dist == "fixed":
-            body["latency_ms"] = _plain(lat.lo_ms)
+            body["latency_ms"] = _whole(lat.lo_ms)
         else:
-            body["latency_ms"] = [_plain(lat.lo_ms), _plain(lat.hi_ms)]
+            body["latency_ms"] = [_whole(lat.lo_ms), _whole(lat.hi_ms)]
     if rule.errors:
         body["errors"] = {e.kind: _render_error(e, with_p=True) for e in rule.errors}
     if rule.rate_limit is not None:
         rl = rule.rate_limit
-        body["rate_limit"] = {"calls": rl.calls, "per_seconds": _plain(rl.per_seconds)}
+        body["rate_limit"] = {"calls": rl.calls, "per_seconds": _whole(rl.per_seconds)}
     if rule.not_found_if_newer_than_s is not None:
         body["not_found_if_newer_than"] = render_duration(rule.not_found_if_newer_than_s)
     if rule.script:
         body["script"] = {k: _render_error(e, with_p=False) for k, e in rule.script}
     if rule.timeout_s is not None:
-        body["timeout_s"] = _plain(rule.timeout_s)
+        body["timeout_s"] = _whole(rule.timeout_s)
     return body
 
 
 def _render_error(e: ErrorRule, *, with_p: bool) -> Any:
     # A script step always happens (p is 1 and cannot be written); an error is `kind: p`.
     options = {
-        opt: _plain(value) for opt in ERROR_OPTIONS[1:] if (value := getattr(e, opt)) is not None
+        opt: _whole(value) for opt in ERROR_OPTIONS[1:] if (value := getattr(e, opt)) is not None
     }
     if not options:
-        return _plain(e.p) if with_p else e.kind
-    return {"p": _plain(e.p), **options} if with_p else {"kind": e.kind, **options}
+        return _whole(e.p) if with_p else e.kind
+    return {"p": _whole(e.p), **options} if with_p else {"kind": e.kind, **options}
 
 
 def render_duration(seconds: float) -> str | float | int:
@@ -558,11 +558,11 @@ def render_duration(seconds: float) -> str | float | int:
             text = f"{int(count)}{unit}"
             if parse_duration(text) == seconds:
                 return text
-    plain: str | float | int = _plain(seconds)
+    plain: str | float | int = _whole(seconds)
     return plain
 
 
-def _plain(value: Any) -> Any:
+def _whole(value: Any) -> Any:
     """Whole floats as ints (`50`, not `50.0`): the block is for people to read and edit;
     the parser turns them back into the same floats."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:

@@ -40,6 +40,11 @@ from ._events import (
 from ._indexes import TableIndex
 from ._state import Admitted, Settings, State, add_digest, record_digest, sub_digest
 
+#: Each case returns its input with the fields the event changes replaced, by keyword: as
+#: fast as building a `State` positionally (measured in bench_kernel), and a new field of
+#: `State` needs no edit here.
+_replace = msgspec.structs.replace
+
 
 def apply(state: State, event: Event) -> State:
     """Return the state after `event`. Raises `ReplayError` if the event does not fit the
@@ -60,22 +65,11 @@ def apply(state: State, event: Event) -> State:
 
 def _world_created(s: State, e: WorldCreated) -> State:
     settings = Settings(run=e.run, faults_on=e.faults)
-    return State(s.tables, e.at, 1, s.next_ids, s.k, s.calls, s.rsum, settings, s.index, s.admitted)
+    return _replace(s, clock=e.at, seq=1, settings=settings)
 
 
 def _with_settings(s: State, settings: Settings) -> State:
-    return State(
-        s.tables,
-        s.clock,
-        s.seq + 1,
-        s.next_ids,
-        s.k,
-        s.calls,
-        s.rsum,
-        settings,
-        s.index,
-        s.admitted,
-    )
+    return _replace(s, seq=s.seq + 1, settings=settings)
 
 
 def _world_forked(s: State, e: WorldForked) -> State:
@@ -94,18 +88,7 @@ def _bump(s: State, e: Event) -> State:
 
 def _next(s: State, admitted: immutables.Map[str, Admitted]) -> State:
     """`s` one event later, with `admitted` as its rate windows."""
-    return State(
-        s.tables,
-        s.clock,
-        s.seq + 1,
-        s.next_ids,
-        s.k,
-        s.calls,
-        s.rsum,
-        s.settings,
-        s.index,
-        admitted,
-    )
+    return _replace(s, seq=s.seq + 1, admitted=admitted)
 
 
 def _rows_changed(
@@ -144,17 +127,13 @@ def _record_created(s: State, e: RecordCreated) -> State:
         if n > next_ids.get(e.table, 1):
             next_ids = next_ids.set(e.table, n)
     rows = rows.set(rid, e.fields)
-    return State(
-        s.tables.set(e.table, rows),
-        s.clock,
-        s.seq + 1,
-        next_ids,
-        s.k,
-        s.calls,
-        add_digest(s.rsum, record_digest(e.table, rid, e.fields)),
-        s.settings,
-        _rows_changed(s, e.table, rows, rid, None, e.fields),
-        s.admitted,
+    return _replace(
+        s,
+        tables=s.tables.set(e.table, rows),
+        seq=s.seq + 1,
+        next_ids=next_ids,
+        rsum=add_digest(s.rsum, record_digest(e.table, rid, e.fields)),
+        index=_rows_changed(s, e.table, rows, rid, None, e.fields),
     )
 
 
@@ -168,17 +147,12 @@ def _record_updated(s: State, e: RecordUpdated) -> State:
     rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
     rsum = add_digest(rsum, record_digest(e.table, e.id, new))
     rows = rows.set(e.id, new)
-    return State(
-        s.tables.set(e.table, rows),
-        s.clock,
-        s.seq + 1,
-        s.next_ids,
-        s.k,
-        s.calls,
-        rsum,
-        s.settings,
-        _rows_changed(s, e.table, rows, e.id, old, new),
-        s.admitted,
+    return _replace(
+        s,
+        tables=s.tables.set(e.table, rows),
+        seq=s.seq + 1,
+        rsum=rsum,
+        index=_rows_changed(s, e.table, rows, e.id, old, new),
     )
 
 
@@ -189,24 +163,17 @@ def _record_deleted(s: State, e: RecordDeleted) -> State:
         raise _missing(e, e.table, e.id)
     rsum = sub_digest(s.rsum, record_digest(e.table, e.id, old))
     rows = rows.delete(e.id)
-    return State(
-        s.tables.set(e.table, rows),
-        s.clock,
-        s.seq + 1,
-        s.next_ids,
-        s.k,
-        s.calls,
-        rsum,
-        s.settings,
-        _rows_changed(s, e.table, rows, e.id, old, None),
-        s.admitted,
+    return _replace(
+        s,
+        tables=s.tables.set(e.table, rows),
+        seq=s.seq + 1,
+        rsum=rsum,
+        index=_rows_changed(s, e.table, rows, e.id, old, None),
     )
 
 
 def _clock_advanced(s: State, e: ClockAdvanced) -> State:
-    return State(
-        s.tables, e.to, s.seq + 1, s.next_ids, s.k, s.calls, s.rsum, s.settings, s.index, s.admitted
-    )
+    return _replace(s, clock=e.to, seq=s.seq + 1)
 
 
 def _call_started(s: State, e: CallStarted) -> State:
@@ -215,18 +182,7 @@ def _call_started(s: State, e: CallStarted) -> State:
     else:
         k = s.k.set(e.tool, e.k)
         admitted = s.admitted.set(e.tool, (e.at, e.call_id, s.admitted.get(e.tool)))
-    return State(
-        s.tables,
-        s.clock,
-        s.seq + 1,
-        s.next_ids,
-        k,
-        s.calls + 1,
-        s.rsum,
-        s.settings,
-        s.index,
-        admitted,
-    )
+    return _replace(s, seq=s.seq + 1, k=k, calls=s.calls + 1, admitted=admitted)
 
 
 def _fault_injected(s: State, e: FaultInjected) -> State:

@@ -74,7 +74,8 @@ _SETTINGS = Settings()
 
 
 class State(msgspec.Struct, frozen=True, gc=False):
-    """One world's state. Build it only with `State.empty` and `apply`."""
+    """One world's state. Build it only with `State.empty`, `apply`, and `derived` (the same
+    state seen with other indexes, or another moment's records: views, never new facts)."""
 
     #: record name -> id -> field dict (field order, `id` included)
     tables: immutables.Map[str, immutables.Map[str, dict[str, Any]]]
@@ -109,6 +110,23 @@ class State(msgspec.Struct, frozen=True, gc=False):
             clock=clock,
             next_ids=immutables.Map(dict.fromkeys(tables, 1)),
         )
+
+    def derived(
+        self,
+        *,
+        tables: immutables.Map[str, immutables.Map[str, dict[str, Any]]] | None = None,
+        index: immutables.Map[str, TableIndex] | None = None,
+    ) -> State:
+        """This state with its table indexes rebuilt (`index`: derived data, not hashed), or
+        with the records of another moment (`tables` and their `index`: what a stale read
+        answers from). The one way, besides `apply`, that code outside the reducer makes a
+        `State`; the seq, clock, counters and settings stay this state's."""
+        changes: dict[str, Any] = {}
+        if tables is not None:
+            changes["tables"] = tables
+        if index is not None:
+            changes["index"] = index
+        return msgspec.structs.replace(self, **changes)
 
     def state_hash(self) -> str:
         """Hex digest of everything the hash covers (see module docstring)."""

@@ -22,7 +22,7 @@ from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._indexes import IdSet, TableIndex, bucket_ids, bucket_len
 
 if TYPE_CHECKING:
-    from .._spec._types import FieldSpec, RecordSpec
+    from .._spec._types import FieldSpec, RecordSpec, WorldSpec
     from ._book import Store
 
 
@@ -388,3 +388,21 @@ def _as_id(rid: object) -> str:
     if isinstance(rid, int) and not isinstance(rid, bool):
         return str(rid)
     raise RecordError(f"Expected a record id (a string). Instead, received: {show_value(rid)}")
+
+
+def table_of(tables: dict[str, Table], store: Store, spec: WorldSpec, name: str) -> Table:
+    """The table `name` (a record name, "order", or an accessor, "orders") of a world or a
+    handler's transaction, made on first use and kept in `tables` under both names."""
+    t = tables.get(name)
+    if t is None:
+        rname = spec.accessors.get(name, name)
+        rspec = spec.records.get(rname)
+        if rspec is None:
+            names = sorted(set(spec.accessors) | set(spec.records))
+            raise LookupError(
+                f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
+                + did_you_mean(name, names, sentence=True)
+            )
+        t = tables.get(rname) or Table(store, rspec)
+        tables[rname] = tables[name] = t
+    return t

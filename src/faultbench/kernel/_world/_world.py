@@ -32,7 +32,7 @@ from .._store._events import FaultsChanged, WorldCreated, WorldForked
 from .._store._indexes import index_fields, with_indexes
 from .._store._log import EventLog
 from .._store._state import Settings, State
-from .._store._tables import Table
+from .._store._tables import Table, table_of
 from .._text._names import did_you_mean
 
 if TYPE_CHECKING:
@@ -181,20 +181,7 @@ class World:
 
     def table(self, name: str) -> Table:
         """A table by record name ("order") or accessor ("orders")."""
-        t = self._tables.get(name)
-        if t is None:
-            spec = self._spec
-            rname = spec.accessors.get(name, name)
-            rspec = spec.records.get(rname)
-            if rspec is None:
-                names = sorted(set(spec.accessors) | set(spec.records))
-                raise LookupError(
-                    f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
-                    + did_you_mean(name, names, sentence=True)
-                )
-            t = self._tables.get(rname) or Table(self._book, rspec)
-            self._tables[rname] = self._tables[name] = t
-        return t
+        return table_of(self._tables, self._book, self._spec, name)
 
     @property
     def tables(self) -> dict[str, Table]:
@@ -281,7 +268,7 @@ class World:
             )
         from .._spec._reader import render_faults
 
-        block = _plain(render_faults(parsed))
+        block = _as_logged(render_faults(parsed))
         state = self._book.state
         self._book.emit(FaultsChanged(seq=state.seq, at=state.clock, rules=block))
         self._pipeline.use_plan(self._book.state.settings, parsed)
@@ -416,13 +403,13 @@ def _index(book: Book, spec: WorldSpec) -> None:
     state = book.state
     index = with_indexes(state.index, state.tables, index_fields(spec))
     if index is not None:
-        book.rewind(msgspec.structs.replace(state, index=index), book.log)
+        book.rewind(state.derived(index=index), book.log)
 
 
 # --- seeding -------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
+def _as_logged(value: Any) -> Any:
     """`value` as the JSON types a log holds (int keys become strings, tuples lists), so a
     live world and its replay hold equal settings."""
     return msgspec.json.decode(msgspec.json.encode(value))
