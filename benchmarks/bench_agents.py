@@ -1,5 +1,13 @@
 """Wall time of one agent run in-process, per framework, with a scripted model.
 
+Frameworks: those of this environment with a `run_agent` (the main one: Pydantic AI, the
+Agents SDK; the mcp 1.x one: LangGraph, smolagents, the Agents SDK). smolagents' MCP client
+takes no in-process session, so its "in-process" run serves the world over HTTP from a thread
+(as `run_agent` does). Run it in both environments:
+
+    uv run python benchmarks/bench_agents.py [N]
+    UV_PROJECT_ENVIRONMENT=.venv-mcp1 uv run --no-sync python benchmarks/bench_agents.py [N]
+
 What is measured: `run_agent(scripted_model(careful), PROMPT, mcp=build_server(world))` from
 examples/shop (get_order, create_return, a refund that times out after commit, list_refunds,
 the reply: 4 tool calls, 5 model turns), on a fresh world each run, so connecting the
@@ -24,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from examples.shop import agents  # noqa: E402
 
 import faultbench  # noqa: E402
-from faultbench.serve import build_server  # noqa: E402
+from faultbench.serve import MCP_VERSION, build_server  # noqa: E402
 
 WORLD = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
 
@@ -52,9 +60,21 @@ async def bench(framework: str, n: int) -> list[float]:
     return times
 
 
+FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph", "smolagents")
+
+
+def installed(framework: str) -> bool:
+    try:
+        importlib.import_module(f"faultbench.integrations.{framework}")
+    except ImportError:
+        return False
+    return True
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-    for framework in ("pydantic_ai", "openai_agents"):
+    print(f"mcp {MCP_VERSION}, Python {sys.version.split()[0]}")
+    for framework in [f for f in FRAMEWORKS if installed(f)]:
         times = sorted(asyncio.run(bench(framework, n)))
         median = statistics.median(times) * 1000
         p90 = times[int(len(times) * 0.9) - 1] * 1000

@@ -20,8 +20,12 @@ from typing import Any
 import pytest
 
 import faultbench
+from faultbench.serve import MCP_VERSION
 
-FRAMEWORKS = ["pydantic_ai", "openai_agents"]
+# The frameworks of this environment: the main one has mcp 2.x, .venv-mcp1 has mcp 1.x with
+# the frameworks that need it (pyproject.toml, [tool.uv] conflicts); .ci/run runs both.
+MCP1 = MCP_VERSION.startswith("1.")
+FRAMEWORKS = ["langgraph", "smolagents"] if MCP1 else ["pydantic_ai", "openai_agents"]
 TRANSPORTS = ["in_process", "stdio", "http"]
 
 
@@ -66,13 +70,20 @@ async def run_over(reach: Reach, framework: str, policy, agents):
     return result, reach.world if reach.world is not None else result.world
 
 
+GATED = (
+    [("langgraph", "mcp_server"), ("smolagents", "mcp_url")]
+    if MCP1
+    else [("pydantic_ai", "mcp_server"), ("openai_agents", "mcp_url")]
+)
+
+
 @pytest.fixture(
-    params=[("pydantic_ai", "mcp_server"), ("openai_agents", "mcp_url")],
-    ids=["pydantic_ai-in_process", "openai_agents-http"],
+    params=GATED, ids=[f"{f}-{'http' if x == 'mcp_url' else 'in_process'}" for f, x in GATED]
 )
 def gated(request) -> Reach:
-    """For a gate's runs (the plugin's `world`): Pydantic AI in-process, then the Agents SDK
-    over HTTP. `Reach.world` holds the framework's name here."""
+    """For a gate's runs (the plugin's `world`): Pydantic AI (LangGraph on mcp 1.x)
+    in-process, then the Agents SDK (smolagents) over HTTP. `Reach.world` holds the
+    framework's name here."""
     framework, fixture = request.param
     return Reach(request.getfixturevalue(fixture), framework)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..transports import Reach, run_over
+from ..transports import FRAMEWORKS, Reach, run_over
 from . import agents
 
 pytestmark = pytest.mark.anyio
@@ -25,6 +25,6 @@ def anyio_backend():
 @pytest.mark.runs(20)
 @pytest.mark.min_pass_rate(0.95)
 async def test_the_naive_agent_refunds_once(world, mcp_server):
-    await run_over(Reach(mcp_server, world), "pydantic_ai", agents.naive, agents)
+    await run_over(Reach(mcp_server, world), FRAMEWORKS[0], agents.naive, agents)
     refunds = [r.amount for r in world.refunds.where(order_id=agents.ORDER)]
     assert refunds == [agents.AMOUNT], f"refunded {refunds}"

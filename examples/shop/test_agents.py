@@ -16,12 +16,12 @@ import pytest
 import faultbench
 from faultbench.serve import build_server
 
+from ..transports import FRAMEWORKS
 from . import agents
 
 pytestmark = pytest.mark.anyio
 
 WORLD = Path(__file__).parent / "worlds" / "shop.yaml"
-FRAMEWORKS = ["pydantic_ai", "openai_agents"]
 
 
 @pytest.fixture
@@ -97,9 +97,20 @@ def test_returns_close_thirty_days_after_the_order(world):
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_a_real_model(framework, world):
     module = importlib.import_module(f"faultbench.integrations.{framework}")
-    model = "openai:gpt-5-mini" if framework == "pydantic_ai" else "gpt-5-mini"
     result = await module.run_agent(
-        model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
+        real_model(framework),
+        agents.PROMPT,
+        mcp=build_server(world),
+        system_prompt=agents.SYSTEM_PROMPT,
     )
     refunded = [r.amount for r in world.refunds.where(order_id=agents.ORDER)]
     assert refunded == [agents.AMOUNT], f"{result.trace.summary()}\n{result.output}"
+
+
+def real_model(framework: str):
+    """gpt-5-mini as each framework names it (LangChain's needs `langchain-openai`)."""
+    if framework == "smolagents":
+        from smolagents import OpenAIServerModel
+
+        return OpenAIServerModel(model_id="gpt-5-mini")
+    return "gpt-5-mini" if framework == "openai_agents" else "openai:gpt-5-mini"

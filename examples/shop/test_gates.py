@@ -1,6 +1,7 @@
 """The careful agent's pass-rate gate: 20 runs of the shop's own faults, under Pydantic AI
-in-process and under the OpenAI Agents SDK over streamable HTTP. (The naive agent's gate,
-which fails, is naive_gate.py.)"""
+in-process and under the OpenAI Agents SDK over streamable HTTP; in the mcp 1.x environment,
+under LangGraph in-process and smolagents over HTTP (examples/transports.py, `gated`). (The
+naive agent's gate, which fails, is naive_gate.py.)"""
 
 from __future__ import annotations
 

@@ -7,12 +7,32 @@ import pytest
 
 import faultbench
 from faultbench.integrations import Reply, ToolCall
+from faultbench.serve import MCP_VERSION
 
 from ..serve.serve_helpers import ServeProcess
 
+MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
+
 SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
 
-FRAMEWORKS = ["pydantic_ai", "openai_agents"]
+# Each framework is tested in the environment it installs in (pyproject.toml, [tool.uv]
+# conflicts): the main one (mcp 2.x) and .venv-mcp1 (mcp 1.x); .ci/run runs both, and
+# tests/test_environments.py checks that each has its frameworks. The Agents SDK takes either.
+if MCP_MAJOR >= 2:
+    FRAMEWORKS = ["pydantic_ai", "openai_agents"]
+    collect_ignore = [
+        "test_langgraph.py",
+        "test_smolagents.py",
+        "test_strands.py",
+        "test_google_adk.py",
+    ]
+else:
+    FRAMEWORKS = ["openai_agents", "langgraph", "smolagents"]
+    collect_ignore = [
+        "test_pydantic_ai.py",
+        "test_cassettes.py",
+        "test_llamaindex.py",
+    ]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -17,7 +17,8 @@ def python(code: str) -> subprocess.CompletedProcess:
 def test_the_package_imports_no_framework():
     proc = python(
         "import sys, faultbench.integrations\n"
-        "print(sorted(m for m in ('pydantic_ai', 'agents', 'fastmcp') if m in sys.modules))"
+        "print(sorted(m for m in ('pydantic_ai', 'agents', 'fastmcp', 'langchain_mcp_adapters', "
+        "'langgraph', 'smolagents', 'mcpadapt') if m in sys.modules))"
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
@@ -25,7 +26,12 @@ def test_the_package_imports_no_framework():
 
 @pytest.mark.parametrize(
     ("module", "blocked", "extra"),
-    [("pydantic_ai", "pydantic_ai", "pydantic-ai"), ("openai_agents", "agents", "openai-agents")],
+    [
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("openai_agents", "agents", "openai-agents"),
+        ("langgraph", "langchain_mcp_adapters", "langgraph"),
+        ("smolagents", "smolagents", "smolagents"),
+    ],
 )
 def test_a_missing_framework_names_the_extra(module, blocked, extra):
     proc = python(

@@ -3,8 +3,17 @@ from __future__ import annotations
 import pytest
 
 import faultbench
+from faultbench.serve import MCP_VERSION
 
 from .serve_helpers import SHOP, ServeProcess
+
+MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
+
+# These files test through mcp 2.x's `mcp.Client` (its protocol modes, 2026-07-28) and its HTTP
+# client (httpx2); test_sdks.py covers the same paths through the 1.x SDK's own client.
+collect_ignore = (
+    ["test_server.py", "test_http.py", "test_stdio.py", "test_limits.py"] if MCP_MAJOR < 2 else []
+)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

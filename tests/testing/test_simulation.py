@@ -240,13 +240,15 @@ def test_mock_tools_are_tools_the_agent_calls_and_the_trace_records():
 
 
 def test_mock_tools_get_faults_and_are_served_over_mcp():
-    mcp = pytest.importorskip("mcp")
+    pytest.importorskip("mcp")
     from faultbench.serve import build_server
+
+    from ..mcp_client import open_client
 
     world = registry.world(faults={"weather.forecast": {"script": {2: "http_502"}}})
 
     async def agent():
-        async with mcp.Client(build_server(world)) as client:
+        async with open_client(build_server(world)) as client:
             listed = [t.name for t in (await client.list_tools()).tools]
             ok = await client.call_tool("forecast", {"city": "Rome", "days": 2})
             bad = await client.call_tool("forecast", {"city": "Rome"})

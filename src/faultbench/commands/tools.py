@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcp_types import Tool as McpTool
+    pass
 
 HELP = "list the MCP tools a world serves, with their input schemas"
 
@@ -30,13 +30,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     world = World.from_spec(spec, faults=False)
 
-    from faultbench.serve import mcp_tool
+    from faultbench.serve import mcp_tool, to_wire
 
-    tools = [mcp_tool(t) for t in world.tools]
+    # Wire form, as the installed MCP SDK (1.x or 2.x) lists the tools.
+    tools = [to_wire(mcp_tool(t)) for t in world.tools]
     if args.json:
-        listing = {
-            "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
-        }
+        listing = {"tools": tools}
         print(json.dumps(listing, indent=2, ensure_ascii=False))
         return 0
     for i, tool in enumerate(tools):
@@ -46,19 +45,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(tool: McpTool) -> str:
-    schema = tool.input_schema
+def _describe(tool: dict[str, Any]) -> str:
+    schema = tool["inputSchema"]
     required = set(schema.get("required", ()))
     hints = []
-    if tool.annotations is not None:
-        if tool.annotations.read_only_hint:
+    annotations = tool.get("annotations")
+    if annotations is not None:
+        if annotations.get("readOnlyHint"):
             hints.append("read-only")
-        elif tool.annotations.destructive_hint:
+        elif annotations.get("destructiveHint"):
             hints.append("destructive")
-        if tool.annotations.idempotent_hint:
+        if annotations.get("idempotentHint"):
             hints.append("idempotent")
-    lines = [tool.name + (f"  ({', '.join(hints)})" if hints else "")]
-    for text_line in (tool.description or "").splitlines():
+    lines = [tool["name"] + (f"  ({', '.join(hints)})" if hints else "")]
+    for text_line in (tool.get("description") or "").splitlines():
         lines.append(f"    {text_line}" if text_line.strip() else "")
     props = schema.get("properties", {})
     if not props:

@@ -11,7 +11,9 @@ Facts about openai-agents 0.24 this module relies on (checked in its source):
 
 - It has `MCPServerStdio` and `MCPServerStreamableHttp` but no in-process server class; its
   public base class `agents.mcp.MCPServer` (connect, cleanup, list_tools, call_tool, prompts)
-  is what an in-process server implements, here over the official `mcp.Client(server)`.
+  is what an in-process server implements, here over the installed MCP SDK's own client
+  (`mcp.Client(server)` on 2.x, a memory-stream `ClientSession` on 1.x; the SDK accepts both
+  `mcp>=1.19`).
 - A tool result flagged `isError` reaches the model as its text, like an answer; a run raises
   `MaxTurnsExceeded` after `max_turns` model turns, and `ModelBehaviorError` for a malformed
   tool call: `run_agent` reports both as a failed run (`AgentRun.error`).
@@ -40,7 +42,6 @@ from ._run import (
 from ._script import Policy, Reply, Seen, ToolCall, seen_result
 
 try:
-    import mcp as mcp_sdk
     import mcp.types as mcp_types
     from agents import Agent, RunConfig, Runner
     from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
@@ -49,7 +50,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("openai-agents", error) from error
 
-from faultbench.serve import WorldServer
+from faultbench.serve import WorldServer, connect_in_process
 
 __all__ = ["MAX_TURNS", "WorldMCPServer", "mcp_server", "run_agent", "scripted_model"]
 
@@ -67,7 +68,7 @@ class WorldMCPServer(MCPServer):
     def __init__(self, server: WorldServer, **kwargs: Any):
         super().__init__(**kwargs)
         self.server = server
-        self._client: mcp_sdk.Client | None = None
+        self._client: Any = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     @property
@@ -76,7 +77,7 @@ class WorldMCPServer(MCPServer):
 
     async def connect(self) -> None:
         async with contextlib.AsyncExitStack() as stack:
-            self._client = await stack.enter_async_context(mcp_sdk.Client(self.server))
+            self._client = await stack.enter_async_context(connect_in_process(self.server))
             self._stack = stack.pop_all()
 
     async def cleanup(self) -> None:
@@ -91,7 +92,7 @@ class WorldMCPServer(MCPServer):
     async def __aexit__(self, *exc: object) -> None:
         await self.cleanup()
 
-    def _connected(self) -> mcp_sdk.Client:
+    def _connected(self) -> Any:
         if self._client is None:
             raise RuntimeError(
                 f"MCP server {self.name} is not connected: use `async with` or call connect()"
@@ -105,7 +106,10 @@ class WorldMCPServer(MCPServer):
         self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
     ) -> mcp_types.CallToolResult:
         # The SDK hands `_meta` over as a plain dict; the client's TypedDict is the same shape.
-        return await self._connected().call_tool(tool_name, arguments or {}, meta=cast(Any, meta))
+        # The client is mcp 1.x's ClientSession or 2.x's Client (serve/_sdk.py): both answer
+        # a CallToolResult of the installed SDK's types.
+        result = await self._connected().call_tool(tool_name, arguments or {}, meta=cast(Any, meta))
+        return cast(mcp_types.CallToolResult, result)
 
     async def list_prompts(self) -> mcp_types.ListPromptsResult:
         return mcp_types.ListPromptsResult(prompts=[])

@@ -4,6 +4,9 @@ streamable HTTP (`faultbench serve`). Imports mcp; `import faultbench` does not 
 `build_server`, `WorldServer` and `serve_in_thread` are what tests and integrations use; the
 rest is what `faultbench serve` (faultbench.commands) is built from: the stdio and HTTP loops,
 the loopback socket, the per-session event journals and the MCP form of a tool.
+`MCP_VERSION` is the installed MCP SDK's (1.x or 2.x, both served: `_sdk.py`);
+`connect_in_process` opens that SDK's own client on a server in this process; `to_wire` gives
+an SDK model in wire form.
 """
 
 from ._http import ListenError as ListenError
@@ -12,6 +15,9 @@ from ._http import is_loopback as is_loopback
 from ._http import listen_socket as listen_socket
 from ._http import serve_http as serve_http
 from ._journal import Journals as Journals
+from ._sdk import MCP_VERSION as MCP_VERSION
+from ._sdk import connect_in_process as connect_in_process
+from ._sdk import dump as to_wire
 from ._server import WorldServer as WorldServer
 from ._server import build_server as build_server
 from ._server import mcp_tool as mcp_tool
@@ -19,15 +25,18 @@ from ._stdio import serve_stdio as serve_stdio
 from ._thread import serve_in_thread as serve_in_thread
 
 __all__ = [
+    "MCP_VERSION",
     "Journals",
     "ListenError",
     "WorldServer",
     "build_app",
     "build_server",
+    "connect_in_process",
     "is_loopback",
     "listen_socket",
     "mcp_tool",
     "serve_http",
     "serve_in_thread",
     "serve_stdio",
+    "to_wire",
 ]

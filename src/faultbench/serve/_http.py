@@ -1,7 +1,8 @@
 """Streamable HTTP: the MCP endpoint at `/mcp` plus the control API under `/faultbench/`,
 one ASGI app, served by Hypercorn's trio worker.
 
-Facts about mcp 2.3.0 this module relies on:
+Facts about mcp 2.3.0 this module relies on (on 1.x, `_sdk.streamable_http_app` builds the
+same app from the SDK's session manager, and every request uses sessions):
 - `Server.streamable_http_app(...)` returns a Starlette app whose lifespan runs the session
   manager (so the ASGI server must run lifespan: Hypercorn does). `custom_starlette_routes`
   are appended to its routes, but *not* behind the SDK's Host/Origin checks, which only
@@ -30,13 +31,13 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
+from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
 from ._server import SESSION_HEADER, WorldServer
 
 if TYPE_CHECKING:
@@ -135,13 +136,13 @@ def build_app(
         )
     security = security_settings(host)
     control = Control(server, journal=journal)
-    app: ASGIApp = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        json_response=True,
+    app = streamable_http_app(
+        server,
+        path="/mcp",
         session_idle_timeout=SESSION_IDLE_S,
-        transport_security=security,
+        security=security,
         host=host,
-        custom_starlette_routes=control.routes(),
+        routes=control.routes(),
     )
     if server.isolate:
         # Per-session worlds are freed when their session ends; only isolating servers pay

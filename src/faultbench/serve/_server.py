@@ -1,5 +1,9 @@
 """The MCP face of a world: its operations as tools, every call through `World.acall`.
 
+It runs on mcp 1.x (>= 1.24) and 2.x: what differs between the two SDKs is bridged in
+`_sdk.py`, and only there. On 1.x every client uses the 2025 handshake protocol, so what is
+said below of 2026-07-28 applies to 2.x alone.
+
 Facts about mcp 2.3.0 this module relies on (checked against the installed source):
 
 - The low-level `mcp.server.Server` takes `on_list_tools(ctx, params)` and
@@ -30,13 +34,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
-from mcp.server import Server
-from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
 from faultbench.kernel import CallResult, ToolCallError, World
 from faultbench.kernel.lowlevel import iso_time
+
+from . import _sdk
+from ._sdk import MODERN_PROTOCOL_VERSIONS, Server
 
 if TYPE_CHECKING:
     from faultbench.kernel import Tool
@@ -51,29 +53,35 @@ SESSION_HEADER = "mcp-session-id"
 # MCP tool annotations per operation kind. They are hints for the model and the client
 # (e.g. a client may skip confirmation for read-only tools); custom handlers get none
 # because nothing is known about what they do.
-_ANNOTATIONS = {
-    "get": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
-    "list": types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
-    "create": types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    "update": types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True
-    ),
-    "delete": types.ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True
-    ),
+# (Wire form: the same on both SDKs.)
+_ANNOTATIONS: dict[str, dict[str, bool]] = {
+    "get": {"readOnlyHint": True, "idempotentHint": True},
+    "list": {"readOnlyHint": True, "idempotentHint": True},
+    "create": {"readOnlyHint": False, "destructiveHint": False},
+    "update": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+    "delete": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
 }
 
 AfterCall = Callable[[World, CallResult], None]
 
 
-def mcp_tool(tool: Tool) -> types.Tool:
-    """One kernel tool as MCP lists it. The schema is the kernel's, inline, unchanged."""
-    return types.Tool(
-        name=tool.name,
-        description=tool.description,
-        input_schema=tool.input_schema,
-        annotations=_ANNOTATIONS.get(tool.kind),
-    )
+def tool_wire(tool: Tool) -> dict[str, Any]:
+    """One kernel tool as MCP lists it, in wire form. The schema is the kernel's, inline,
+    unchanged."""
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+    }
+    annotations = _ANNOTATIONS.get(tool.kind)
+    if annotations is not None:
+        out["annotations"] = dict(annotations)
+    return out
+
+
+def mcp_tool(tool: Tool) -> Any:
+    """One kernel tool as the installed SDK's `Tool` model."""
+    return _sdk.tool_model(tool_wire(tool))
 
 
 def render_result(result: CallResult, protocol_version: str | None = None) -> dict[str, Any]:
@@ -132,13 +140,14 @@ class WorldServer(Server):
     """
 
     def __init__(self, world: World, *, name: str | None = None, isolate: bool = False):
-        super().__init__(
-            name or f"faultbench-{world.name}",
+        _sdk.init_server(
+            self,
+            name=name or f"faultbench-{world.name}",
             version=_version(),
             instructions=f"Tools of the faultbench world {world.name!r}.",
-            on_list_tools=self._on_list_tools,
-            on_call_tool=self._on_call_tool,
-            get_tool_input_schema=self._input_schema,
+            list_tools=self._on_list_tools,
+            call_tool=self._on_call_tool,
+            input_schema=self._input_schema,
         )
         self.world = world
         self.isolate = isolate
@@ -152,7 +161,11 @@ class WorldServer(Server):
             # Sessions only exist in the 2025 handshake protocol: 2026-07-28 requests are
             # self-contained. Refusing `server/discover` makes `mode="auto"` clients fall
             # back to the handshake, so each of them gets a session (and a fork).
-            self.add_request_handler("server/discover", types.RequestParams, _no_discover)
+            _sdk.refuse_discovery(
+                self,
+                "server/discover is off: this faultbench server isolates MCP sessions "
+                "(--isolate), which needs the initialize handshake",
+            )
 
     # --- worlds -----------------------------------------------------------------------------
 
@@ -186,7 +199,7 @@ class WorldServer(Server):
 
     # --- tools ------------------------------------------------------------------------------
 
-    def tool_list(self) -> list[types.Tool]:
+    def tool_list(self) -> list[Any]:
         return [mcp_tool(t) for t in self.world.tools]
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
@@ -195,10 +208,10 @@ class WorldServer(Server):
         except LookupError:
             return None
 
-    async def _on_list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self.tool_list())
+    async def _on_list_tools(self, ctx: Any, params: Any) -> Any:
+        return _sdk.list_tools_result(self.tool_list())
 
-    async def _on_call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+    async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         name = params.name
         try:
             try:
@@ -258,14 +271,6 @@ class SessionEnded(LookupError):
     def __init__(self, session: str):
         super().__init__(f"MCP session {session!r} is not open")
         self.session = session
-
-
-async def _no_discover(ctx: Any, params: Any) -> Any:
-    raise MCPError(
-        code=types.METHOD_NOT_FOUND,
-        message="server/discover is off: this faultbench server isolates MCP sessions "
-        "(--isolate), which needs the initialize handshake",
-    )
 
 
 def _call_line(result: CallResult) -> str:

@@ -32,7 +32,8 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import trio
-from mcp.server.stdio import stdio_server
+
+from ._sdk import stdio_server
 
 _CHUNK = 1 << 16
 #: JSON-RPC messages nested deeper than this are answered "Invalid Request" here (the SDK's

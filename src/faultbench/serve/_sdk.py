@@ -1,0 +1,258 @@
+"""The one place that knows which MCP Python SDK is installed: mcp 1.x (>= 1.24) or 2.x.
+
+faultbench's server (`_server.py`), its HTTP app (`_http.py`) and the CLI's `tools` listing
+speak to this module, never to an SDK-specific name. Everything here is public API of the
+SDK in question.
+
+What differs, and how it is bridged:
+
+- Types. 2.x ships them as the `mcp_types` package with snake_case fields; 1.x as `mcp.types`
+  with camelCase ones. Both validate the wire form (camelCase keys), so tools and results are
+  built from wire-form dicts (`tool_model`, `call_result`) and read back through `dump`.
+- Handlers. 2.x's low-level `Server(name, on_list_tools=, on_call_tool=,
+  get_tool_input_schema=)` calls `handler(ctx, params)` with `ctx.request` (the Starlette
+  request on HTTP) and `ctx.protocol_version`. 1.x registers decorated `list_tools()` and
+  `call_tool()` functions and keeps the request in `server.request_context`; `init_server`
+  turns the latter into the former's (ctx, params), so `WorldServer` has one handler per
+  request. 1.x validates tool arguments against `inputSchema` unless told not to: the kernel
+  does it (with better messages), so the SDK is told not to.
+- Results. A 2.x handler may return the wire dict (plus `resultType`, which 2026-07-28
+  needs); a 1.x handler returns a `CallToolResult` model, built from the same dict.
+- HTTP. 2.x's `Server.streamable_http_app(...)`; 1.x's low-level server has none, so
+  `streamable_http_app` assembles the same Starlette app from 1.x's public
+  `StreamableHTTPSessionManager`: one route at the MCP path plus the custom routes, with the
+  manager's `run()` as the lifespan.
+- Protocol versions. Only 2.x speaks 2026-07-28 (self-contained requests, any JSON value as
+  `structuredContent`, `server/discover`); on 1.x every client does the 2025 handshake, so
+  `MODERN_PROTOCOL_VERSIONS` is empty and per-session isolation needs no opt-out of discovery.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from mcp.server import Server as Server
+from mcp.server.stdio import stdio_server as stdio_server
+from mcp.server.transport_security import (
+    TransportSecurityMiddleware as TransportSecurityMiddleware,
+)
+from mcp.server.transport_security import TransportSecuritySettings as TransportSecuritySettings
+
+__all__ = [
+    "MCP_MAJOR",
+    "MCP_VERSION",
+    "MODERN_PROTOCOL_VERSIONS",
+    "Server",
+    "TransportSecurityMiddleware",
+    "TransportSecuritySettings",
+    "connect_in_process",
+    "dump",
+    "init_server",
+    "stdio_server",
+    "streamable_http_app",
+    "tool_model",
+    "types",
+]
+
+
+def _installed() -> str:
+    try:
+        return version("mcp")
+    except PackageNotFoundError:  # an unpacked checkout of the SDK on sys.path
+        import mcp
+
+        return "2" if hasattr(mcp, "Client") else "1"
+
+
+MCP_VERSION = _installed()
+MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
+
+if MCP_MAJOR >= 2:
+    import mcp_types as types
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS as _MODERN
+
+    MODERN_PROTOCOL_VERSIONS: frozenset[str] = frozenset(_MODERN)
+else:
+    import mcp.types as types  # type: ignore[no-redef]  # the 1.x home of the same models
+
+    MODERN_PROTOCOL_VERSIONS = frozenset()
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a tool call handler gets to know about its request, on either SDK."""
+
+    #: the Starlette request on HTTP; None in-process and on stdio
+    request: Any
+    #: the negotiated protocol version (None: unknown)
+    protocol_version: str | None
+
+
+@dataclass(frozen=True)
+class CallParams:
+    name: str
+    arguments: dict[str, Any] | None
+
+
+ListTools = Callable[[Any, Any], Awaitable[Any]]
+CallTool = Callable[[Any, Any], Awaitable[Any]]
+
+
+def tool_model(wire: Mapping[str, Any]) -> Any:
+    """The SDK's `Tool` from its wire form (`name`, `description`, `inputSchema`, ...)."""
+    return types.Tool.model_validate(dict(wire))
+
+
+def dump(model: Any) -> dict[str, Any]:
+    """An SDK model in wire form (camelCase keys, None left out)."""
+    out: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return out
+
+
+def list_tools_result(tools: list[Any]) -> Any:
+    return types.ListToolsResult(tools=tools)
+
+
+# --- the server's handlers ------------------------------------------------------------------
+
+
+def init_server(
+    server: Any,
+    *,
+    name: str,
+    version: str,
+    instructions: str,
+    list_tools: ListTools,
+    call_tool: CallTool,
+    input_schema: Callable[[str], dict[str, Any] | None],
+) -> None:
+    """Run the SDK's `Server.__init__` on `server` (a `Server` subclass) with these handlers.
+
+    `list_tools(ctx, params)` returns a `ListToolsResult`; `call_tool(ctx, params)` the
+    result's wire dict, `ctx` having `request` and `protocol_version`, `params` `name` and
+    `arguments`.
+    """
+    if MCP_MAJOR >= 2:
+        Server.__init__(
+            server,
+            name,
+            version=version,
+            instructions=instructions,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            get_tool_input_schema=input_schema,
+        )
+        return
+    Server.__init__(server, name, version=version, instructions=instructions)
+
+    async def listed() -> list[Any]:
+        return list((await list_tools(None, None)).tools)
+
+    async def called(tool: str, arguments: dict[str, Any]) -> Any:
+        ctx = server.request_context
+        session = ctx.session
+        params = session.client_params if session is not None else None
+        request = Request(
+            request=ctx.request,
+            protocol_version=params.protocolVersion if params is not None else None,
+        )
+        out = await call_tool(request, CallParams(tool, arguments))
+        out.pop("resultType", None)  # a 2026-07-28 field, which 1.x does not know
+        return types.CallToolResult.model_validate(out)
+
+    server.list_tools()(listed)
+    server.call_tool(validate_input=False)(called)
+
+
+def refuse_discovery(server: Any, message: str) -> None:
+    """Answer `server/discover` with METHOD_NOT_FOUND, so that a 2.x client in `mode="auto"`
+    falls back to the handshake (and gets a session). 1.x has no discovery: nothing to do."""
+    if MCP_MAJOR < 2:
+        return
+    from mcp.shared.exceptions import MCPError
+
+    async def refuse(ctx: Any, params: Any) -> Any:
+        raise MCPError(code=types.METHOD_NOT_FOUND, message=message)
+
+    server.add_request_handler("server/discover", types.RequestParams, refuse)
+
+
+# --- streamable HTTP ------------------------------------------------------------------------
+
+
+def streamable_http_app(
+    server: Any,
+    *,
+    path: str,
+    session_idle_timeout: float,
+    security: TransportSecuritySettings,
+    host: str,
+    routes: list[Any],
+) -> Any:
+    """The SDK's Starlette app serving `server` at `path` (JSON responses, stateful
+    sessions) with `routes` beside it; its lifespan runs the session manager."""
+    if MCP_MAJOR >= 2:
+        return server.streamable_http_app(
+            streamable_http_path=path,
+            json_response=True,
+            session_idle_timeout=session_idle_timeout,
+            transport_security=security,
+            host=host,
+            custom_starlette_routes=routes,
+        )
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    # The manager makes its anyio locks when it is created, and an anyio lock made outside
+    # any event loop belongs to asyncio: it is made in the lifespan, on the server's loop
+    # (trio under `faultbench serve`).
+    box: dict[str, StreamableHTTPSessionManager] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        options: dict[str, Any] = {"json_response": True, "security_settings": security}
+        # Idle sessions end on their own from the release that added the option (mcp 1.24
+        # keeps them until the client ends them or the server stops).
+        if "session_idle_timeout" in inspect.signature(StreamableHTTPSessionManager).parameters:
+            options["session_idle_timeout"] = session_idle_timeout
+        manager = StreamableHTTPSessionManager(app=server, **options)
+        async with manager.run():
+            box["manager"] = manager
+            try:
+                yield
+            finally:
+                del box["manager"]
+
+    class _Endpoint:
+        # A class instance (not a function) so that Starlette routes the raw ASGI call to it.
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await box["manager"].handle_request(scope, receive, send)
+
+    return Starlette(routes=[Route(path, endpoint=_Endpoint()), *routes], lifespan=lifespan)
+
+
+# --- a client in this process ---------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def connect_in_process(server: Any) -> AsyncIterator[Any]:
+    """The SDK's own client connected to `server` in this process: 2.x's `mcp.Client(server)`,
+    1.x's `ClientSession` over memory streams (initialized). Both answer `list_tools()` and
+    `call_tool(name, arguments, meta=...)` with the SDK's result models."""
+    if MCP_MAJOR >= 2:
+        import mcp
+
+        async with mcp.Client(server) as client:
+            yield client
+        return
+    # 1.x only (2.x's own module has no such function), hence looked up, not imported by name
+    memory: Any = importlib.import_module("mcp.shared.memory")
+    async with memory.create_connected_server_and_client_session(server) as session:
+        yield session

@@ -1,0 +1,112 @@
+"""The official MCP client of whichever SDK is installed (mcp 1.x or 2.x), one way.
+
+On 2.x this is `mcp.Client` itself. On 1.x (which has no `Client`) it is a `ClientSession`
+over the SDK's own transports, its results read through the same snake_case names 2.x uses
+(`is_error`, `structured_content`, `input_schema`, `annotations.read_only_hint`), so a test
+written against it runs under both. Targets: a `WorldServer` (in-process), an http(s) URL
+(streamable HTTP), or a stdio command (argv list).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import mcp
+
+from faultbench.serve import MCP_VERSION
+
+MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
+
+__all__ = ["MCP_MAJOR", "open_client", "snake"]
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _snaked(value: Any) -> Any:
+    """A 1.x model (or wire dict) as nested namespaces with 2.x's snake_case field names;
+    JSON payloads (`structured_content`, `input_schema`, `_meta`) are kept as they are."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = "meta" if key == "_meta" else snake(key)
+        keep = name in ("structured_content", "input_schema", "output_schema", "meta")
+        if isinstance(item, list) and not keep:
+            out[name] = [_snaked(i) for i in item]
+        else:
+            out[name] = item if keep else _snaked(item)
+    out.setdefault("annotations", None)
+    out.setdefault("structured_content", None)
+    return SimpleNamespace(**out)
+
+
+class _Client1:
+    """A 1.x `ClientSession`, answering like 2.x's `mcp.Client`."""
+
+    def __init__(self, session: Any):
+        self.session = session
+
+    async def list_tools(self) -> Any:
+        listed = await self.session.list_tools()
+        return SimpleNamespace(tools=[_snaked(t) for t in listed.tools])
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        result = await self.session.call_tool(name, arguments or {})
+        out = _snaked(result)
+        out.is_error = bool(getattr(out, "is_error", False))
+        return out
+
+
+@contextlib.asynccontextmanager
+async def _open1(target: Any, timeout: float) -> AsyncIterator[_Client1]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    wait = timedelta(seconds=timeout)
+    if isinstance(target, str):
+        async with (
+            streamable_http_client(target) as (read, write, _),
+            ClientSession(read, write, read_timeout_seconds=wait) as session,
+        ):
+            await session.initialize()
+            yield _Client1(session)
+    elif isinstance(target, Sequence):
+        command, *args = target
+        params = StdioServerParameters(command=command, args=list(args))
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=wait) as session,
+        ):
+            await session.initialize()
+            yield _Client1(session)
+    else:
+        async with create_connected_server_and_client_session(
+            target, read_timeout_seconds=wait
+        ) as session:
+            yield _Client1(session)
+
+
+@contextlib.asynccontextmanager
+async def open_client(target: Any, *, timeout: float = 15) -> AsyncIterator[Any]:
+    if MCP_MAJOR >= 2:
+        if isinstance(target, list):
+            from mcp.client.stdio import StdioServerParameters
+
+            command, *args = target
+            target = StdioServerParameters(command=command, args=args)
+        async with mcp.Client(target, read_timeout_seconds=timeout) as client:
+            yield client
+    else:
+        async with _open1(target, timeout) as client:
+            yield client
