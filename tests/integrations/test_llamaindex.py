@@ -63,7 +63,9 @@ async def test_the_tools_carry_the_worlds_schemas(shop):
         assert set(schema["properties"]) == set(tool.input_schema["properties"])
         assert built.description == tool.description
     reason = by_name["create_return"].metadata.fn_schema.model_json_schema()["properties"]["reason"]
-    assert reason["anyOf"][0]["enum"] == ["damaged", "wrong_item", "not_needed", "other"]
+    # the tool schema's JSON-Schema `default` becomes the model field's default (not a nullable)
+    assert reason["enum"] == ["damaged", "wrong_item", "not_needed", "other"]
+    assert reason["default"] == "other"
 
 
 async def test_in_process_a_fault_reaches_the_agent_flagged_is_error(timing_out):
