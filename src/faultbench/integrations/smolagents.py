@@ -92,8 +92,8 @@ class ErrorMarkingAdapter(SmolAgentsAdapter):
       `nullable`, which is how smolagents spells optional.
     """
 
-    def adapt(self, func: Callable[[dict | None], Any], mcp_tool: Any) -> Any:
-        def call(arguments: dict | None) -> Any:
+    def adapt(self, func: Callable[[dict[str, Any] | None], Any], mcp_tool: Any) -> Any:
+        def call(arguments: dict[str, Any] | None) -> Any:
             result = func(arguments)
             if result.isError:
                 text = "".join(getattr(c, "text", "") for c in result.content)
@@ -256,7 +256,7 @@ def _history(messages: Sequence[ChatMessage]) -> list[Seen]:
     return seen
 
 
-class ScriptedModel(Model):
+class ScriptedModel(Model):  # type: ignore[misc]  # smolagents ships no type information
     """A smolagents `Model` that plays a policy: one tool call per step, and the final reply as
     a call of smolagents' `final_answer` tool."""
 
