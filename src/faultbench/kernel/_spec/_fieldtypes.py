@@ -51,10 +51,13 @@ def _parse_type(raw: str) -> tuple[str, tuple[str, ...], str | None, bool]:
             )
         if "" in members:
             raise ValueError(f"enum {short_repr(raw)} has an empty value; expected enum[a, b, c]")
-        dupes = sorted({x for x in members if members.count(x) > 1})
-        if dupes:
+        if len(set(members)) < len(members):  # one pass each, not a count per member
+            seen: set[str] = set()
+            dupes: set[str] = set()
+            for x in members:
+                (dupes if x in seen else seen).add(x)
             raise ValueError(
-                f"enum {short_repr(raw)} lists {short_repr(dupes[0])} twice; expected each value once"
+                f"enum {short_repr(raw)} lists {short_repr(min(dupes))} twice; expected each value once"
             )
         return "enum", tuple(members), None, optional
     target = inner.strip()
