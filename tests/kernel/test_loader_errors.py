@@ -184,10 +184,33 @@ def test_values_yaml_cannot_build_and_keys_that_are_not_names(tmp_path):
     assert problems(tmp_path, text) == [
         (
             1, 17,
-            "invalid timestamp '2025-13-01': month must be in 1..12; expected a valid "
-            "timestamp, or quote it to mean text",
+            "invalid timestamp '2025-13-01': month must be in 1..12; expected a date such as "
+            "2025-05-01 or a time such as 2025-05-01T10:00:00Z, or quote it (without a tag) "
+            "to mean text",
         ),
         (3, 5, "a key must be a plain name, not a list or mapping; expected 'name: value'"),
+    ]  # fmt: skip
+
+
+def test_tagged_values_yaml_cannot_build(tmp_path):
+    """pyyaml's constructors raise IndexError, KeyError or AttributeError on these: each is a
+    problem at its position, all of them reported."""
+    text = """\
+        a: !!int ''
+        b: !!float ''
+        c: !!bool maybe
+        d: !!timestamp nope
+        """
+    quote = "or quote it (without a tag) to mean text"
+    assert problems(tmp_path, text) == [
+        (1, 4, f"invalid int ''; expected a whole number such as 42, {quote}"),
+        (2, 4, f"invalid float ''; expected a number such as 1.5, {quote}"),
+        (3, 4, f"invalid bool 'maybe'; expected true or false, {quote}"),
+        (
+            4, 4,
+            "invalid timestamp 'nope'; expected a date such as 2025-05-01 or a time such as "
+            f"2025-05-01T10:00:00Z, {quote}",
+        ),
     ]  # fmt: skip
 
 

@@ -318,17 +318,29 @@ class _Builder:
             return node.value
         try:
             return construct(_CONSTRUCTOR, node)
-        except (ValueError, yaml.YAMLError) as exc:
+        except Exception as exc:  # pyyaml's constructors trust tagged text: `!!int ''` is an
+            # IndexError, `!!bool maybe` a KeyError, `!!timestamp nope` an AttributeError
             m = node.start_mark
             kind = node.tag.rpartition(":")[2]
+            reason = f": {exc}" if isinstance(exc, (ValueError, yaml.YAMLError)) else ""
+            expected = _TAGGED_EXPECTED.get(kind, f"a valid {kind}")
             self.errors.append(
                 SourceError(
                     self.path, m.line + 1, m.column + 1,
-                    f"invalid {kind} {short_repr(node.value)}: {exc}; expected a valid {kind}, or quote "
-                    "it to mean text",
+                    f"invalid {kind} {short_repr(node.value)}{reason}; expected {expected}, or "
+                    "quote it (without a tag) to mean text",
                 )
             )  # fmt: skip
             return node.value
+
+
+#: what a value with an explicit tag (`!!int 42`) must look like
+_TAGGED_EXPECTED = {
+    "int": "a whole number such as 42",
+    "float": "a number such as 1.5",
+    "bool": "true or false",
+    "timestamp": "a date such as 2025-05-01 or a time such as 2025-05-01T10:00:00Z",
+}
 
 
 def _tag_error(path: str, node: Node) -> SourceError:
