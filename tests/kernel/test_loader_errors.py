@@ -292,7 +292,7 @@ def test_bad_scalars_and_names(tmp_path):
         (
             3, 17,
             "invalid clock start 'not a date'; expected an ISO date and time such as "
-            "2025-06-01T09:00:00Z (no timezone means UTC)",
+            "2025-06-01T09:00:00Z (no timezone means UTC), up to 9999-12-31 in UTC",
         ),
         (3, 29, "unknown key 'stop' in clock; expected 'start'"),
         (
@@ -858,7 +858,7 @@ def test_explicit_rows_are_type_checked(tmp_path):
         (
             10, 39,
             "invalid value 'yesterday' for order.at (datetime); expected a date and time such "
-            "as 2025-05-01T10:00:00Z",
+            "as 2025-05-01T10:00:00Z (years 1 to 9999 in UTC)",
         ),
         (12, 28, "line.order_id 'Z' is not the id of any seeded 'order'; expected one of its ids (A)"),
         (12, 36, "invalid value 1.5 for line.qty (int); expected a whole number (64-bit)"),

@@ -694,3 +694,17 @@ async def test_host_and_origin_checks():
                 assert answer.status_code in (403, 421)
         local = {"host": "localhost:1234", "origin": "http://localhost:5173"}
         assert (await control(server.base, "GET", "state", headers=local)).status_code == 200
+
+
+async def test_a_clock_set_past_9999_in_utc_is_a_400():
+    async with running(rule_free_shop()) as server:
+        now = (await control(server.base, "GET", "clock")).json()["now"]
+        late = await control(
+            server.base, "POST", "clock", json={"set": "9999-12-31T23:59:59-12:00"}
+        )
+        assert late.status_code == 400
+        assert late.json()["error"] == (
+            "time 9999-12-31T23:59:59-12:00 is outside the calendar in UTC; expected a time "
+            "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC"
+        )
+        assert (await control(server.base, "GET", "clock")).json()["now"] == now

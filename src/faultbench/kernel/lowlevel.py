@@ -36,6 +36,7 @@ from ._text._names import did_you_mean as did_you_mean
 from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
+from ._text._utc import to_utc as to_utc
 
 if _typing.TYPE_CHECKING:
     from ._spec._reader import load_spec as load_spec
@@ -79,4 +80,5 @@ __all__ = [
     "pin_block",
     "render_faults",
     "show_repr",
+    "to_utc",
 ]

@@ -13,7 +13,7 @@ import gc
 import hashlib
 import os
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -37,6 +37,7 @@ from .._store._events import (
 from .._store._reducer import apply
 from .._store._state import State
 from .._text._show import short_repr
+from .._text._utc import to_utc
 from ._world import World
 
 
@@ -46,7 +47,10 @@ def _to_datetime(value: Any) -> Any:
             dt = datetime.fromisoformat(value)
         except ValueError:
             return value  # not ours to judge: apply keeps it, the hash will tell
-        return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+        try:
+            return to_utc(dt)
+        except ValueError:
+            return value  # outside the calendar in UTC: the field check names it
     return value
 
 
@@ -261,6 +265,11 @@ class _Checker:
 
     def __call__(self, state: State, ev: Event) -> None:
         t = type(ev)
+        if ev.seq == 0 or t is ClockAdvanced:  # the events that set the clock: in the calendar
+            try:
+                to_utc(ev.to if t is ClockAdvanced else ev.at)  # type: ignore[attr-defined]
+            except ValueError as exc:
+                raise ReplayError(f"{t.__name__} {exc}") from None
         if ev.seq == 0:
             return
         if t is WorldCreated or t is LogRewound:
