@@ -221,3 +221,27 @@ def test_a_tool_argument_outside_the_calendar_is_invalid_arguments(tmp_path, lat
     with pytest.raises(ValueError, match="outside the calendar in UTC"):
         world.clock.set(PAST_9999)
     assert world.call("add_r", {"x": "q", "when": "9999-12-31T23:59:59Z"}).ok
+
+
+def test_duplicate_keys_count_against_the_problem_cap():
+    text = "name: dup\nservices:\n  s:\n    records: { r: { x: str } }\nfaults:\n" + "".join(
+        f"  s.get_r: {{ latency_ms: {i} }}\n" for i in range(15_000)
+    )
+    errors = errors_of(text)
+    assert len(errors) == 101
+    assert all("duplicate key 's.get_r'" in e for e in errors[:100])
+    assert errors[100] == (
+        "<w>:107:3: stopped after 100 problems; expected fewer: fix these and check again"
+    )
+
+
+@pytest.mark.parametrize("name", ["s\nX", "s\rX", "s\u2028X", "s\x1b[2JX"])
+def test_a_name_holding_a_line_break_is_one_problem_on_one_line(name):
+    text = "name: x\nservices:\n  " + '"' + name.encode("unicode_escape").decode() + '"'
+    text += ":\n    records: { r: { x: str } }\n"
+    with pytest.raises(WorldFileError) as info:
+        load_spec("<w>", text=text)
+    rendered = str(info.value)
+    assert len(rendered.splitlines()) == 1
+    assert rendered.startswith("<w>:3:3: invalid service name 's\\")
+    assert info.value.errors[0].message.startswith(f"invalid service name {name!r}")

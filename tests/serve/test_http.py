@@ -708,3 +708,20 @@ async def test_a_clock_set_past_9999_in_utc_is_a_400():
             "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC"
         )
         assert (await control(server.base, "GET", "clock")).json()["now"] == now
+
+
+async def test_a_faults_block_of_duplicate_keys_gets_a_bounded_answer():
+    """1 MB of duplicate keys used to answer an 11 MB body: the loader's 100-problem cap
+    holds for duplicate keys too."""
+    block = "".join(f"orders.get_order: {{ latency_ms: {i} }}\n" for i in range(25_000))
+    assert len(block) > 900_000
+    async with running(rule_free_shop()) as server:
+        answer = await control(server.base, "PUT", "faults", content=block.encode())
+        assert answer.status_code == 400
+        assert len(answer.content) < 64 * 1024
+        lines = answer.json()["error"].splitlines()
+        assert len(lines) == 101
+        assert "duplicate key 'orders.get_order' (first written at" in lines[0]
+        assert lines[-1].endswith(
+            "stopped after 100 problems; expected fewer: fix these and check again"
+        )
