@@ -37,6 +37,11 @@ repetitions, with the range over repetitions in brackets; `ratio` is this / peer
    `repeat(20, seed=42)` over a 3-turn `scenario` with a scripted user whose agent calls a
    `fault_inject(latency_jitter_ms=200)` function once a turn. attest sleeps through latency;
    faultbench moves the virtual clock, whose seconds are reported beside the wall time.
+   Then the two fault patterns of Attest's simulation document (issue 19): 20 calls of a
+   `fault_inject(error_rate=0.5, latency_jitter_ms=1000, seed=42)` function, and
+   `repeat(n=5)` over a 3-turn `scenario(persona=ADVERSARIAL_USER, fault_error_rate=0.2,
+   seed=42)` (attest: its first injected RuntimeError ends the batch; here the 5 runs
+   complete and their failed turns are counted).
 5. determinism: 8 concurrent `call_tool`s through one in-process `mcp.Client` (faults on),
    repeated 20 times with one seed: how many distinct call logs (faultbench 0.1.1: its
    recorder's calls in order; this checkout: the JSON Lines event log).
@@ -292,12 +297,40 @@ def load():
     return {"cold_s": cold, "warm_s": warm[len(warm) // 2]}
 
 def this_work(which):
-    # benchmarks/bench_simulation.py's two workloads
+    # benchmarks/bench_simulation.py's workloads
     import faultbench
     from faultbench import InjectedFault
     from faultbench.kernel import World
     from faultbench.kernel.lowlevel import empty_spec
     from faultbench.testing import fault_inject, repeat, scenario
+    if which == "tool_faults":
+        @fault_inject(error_rate=0.5, latency_jitter_ms=1000, seed=42)
+        def unreliable_search(q):
+            return {"hits": [q]}
+        world = World.from_spec(empty_spec())
+        t = time.perf_counter(); c = time.process_time()
+        errors = 0
+        with faultbench.using_world(world):
+            for i in range(20):
+                try:
+                    unreliable_search(str(i))
+                except RuntimeError:
+                    errors += 1
+        wall, cpu_s = time.perf_counter() - t, time.process_time() - c
+        virtual = (world.clock.now() - world.spec.clock_start).total_seconds()
+        return {"wall_s": wall, "cpu_s": cpu_s, "virtual_s": virtual, "errors": errors}
+    if which == "repeat_faulted":
+        from faultbench.testing import ADVERSARIAL_USER, AgentResult, TraceBuilder
+        @repeat(n=5)
+        @scenario(persona=ADVERSARIAL_USER, fault_error_rate=0.2, max_turns=3, seed=42)
+        def test_adversarial_resilience(persona):
+            return AgentResult(trace=TraceBuilder().set_output(message=persona.name).build())
+        t = time.perf_counter(); c = time.process_time()
+        result = test_adversarial_resilience()
+        wall, cpu_s = time.perf_counter() - t, time.process_time() - c
+        failed = sum(len(r.failed_turns) for r in result.results)
+        return {"wall_s": wall, "cpu_s": cpu_s, "virtual_s": 0.0,
+                "runs": f"{result.count} runs, {failed} failed turns"}
     if which == "fault_inject":
         @fault_inject(error_rate=0.1, latency_jitter_ms=200, seed=42)
         def lookup(city):
@@ -332,9 +365,35 @@ def this_work(which):
 def attest_work(which):
     if side == "this":
         return this_work(which)
-    from attest.simulation import FRIENDLY_USER, fault_inject, repeat, scenario
+    from attest.simulation import ADVERSARIAL_USER, FRIENDLY_USER, fault_inject, repeat, scenario
     from attest.result import AgentResult
     from attest._proto.types import Trace
+    if which == "tool_faults":
+        @fault_inject(error_rate=0.5, latency_jitter_ms=1000, seed=42)
+        def unreliable_search(q):
+            return {"hits": [q]}
+        t = time.perf_counter(); c = time.process_time()
+        errors = 0
+        for i in range(20):
+            try:
+                unreliable_search(str(i))
+            except RuntimeError:
+                errors += 1
+        return {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
+                "errors": errors}
+    if which == "repeat_faulted":
+        @repeat(n=5)
+        @scenario(persona=ADVERSARIAL_USER, fault_error_rate=0.2, max_turns=3, seed=42)
+        def test_adversarial_resilience(persona):
+            return AgentResult(trace=Trace(trace_id="t", output={"message": persona.name}))
+        t = time.perf_counter(); c = time.process_time()
+        try:
+            result = test_adversarial_resilience()
+        except RuntimeError as exc:
+            return {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
+                    "runs": f"raised {type(exc).__name__}: {exc}"}
+        return {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
+                "runs": f"{result.count} runs"}
     if which == "fault_inject":
         @fault_inject(error_rate=0.1, latency_jitter_ms=200, seed=42)
         def tool(x):
@@ -619,12 +678,13 @@ def main() -> None:
                 add("3 world load", "cold (first in process)", "ms", side, r.get("cold_s"))
                 add("3 world load", "warm (median of 30)", "ms", side, r.get("warm_s"))
         if "attest" in only:
-            for which in ("fault_inject", "repeat"):
-                what = (
-                    "100 calls, fault_inject(0.1, 200 ms, seed 42)"
-                    if which == "fault_inject"
-                    else "repeat(20) x 3-turn scenario"
-                )
+            for which in ("fault_inject", "repeat", "tool_faults", "repeat_faulted"):
+                what = {
+                    "fault_inject": "100 calls, fault_inject(0.1, 200 ms, seed 42)",
+                    "repeat": "repeat(20) x 3-turn scenario",
+                    "tool_faults": "20 calls, fault_inject(0.5, 1000 ms, seed 42)",
+                    "repeat_faulted": "repeat(5) x 3-turn scenario, fault_error_rate 0.2",
+                }[which]
                 for side in order(["this", "attest"], rep):
                     r = child(pythons[side], work, side, "attest", which)
                     if "error" in r:
@@ -638,10 +698,11 @@ def main() -> None:
                         side,
                         r.get("virtual_s", "sleeps"),
                     )
-                    count = r.get("errors") if which == "fault_inject" else r.get("runs")
+                    errors = which in ("fault_inject", "tool_faults")
+                    count = r.get("errors") if errors else r.get("runs")
                     add(
                         "4 attest",
-                        what + (": errors" if which == "fault_inject" else ": runs"),
+                        what + (": errors" if errors else ": runs"),
                         "",
                         side,
                         count,

@@ -3,6 +3,7 @@ tested in tests/serve/)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import socket
@@ -87,6 +88,33 @@ def test_a_world_that_does_not_load_exits_2(tmp_path):
     assert proc.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--faults", "[1]"], "Expected --faults to be a JSON object. Instead, received: '[1]'"),
+        (["--faults", "{"], "Expected --faults to be a faults: block as JSON"),
+        (["--faults", '{"payments.nope": {}}'], "unknown operation 'nope' of service 'payments'"),
+        (["--faults", "{}", "--no-faults"], "--faults and --no-faults exclude each other"),
+    ],
+)
+def test_a_faults_block_that_does_not_fit_exits_2(flags, message):
+    proc = serve(SHOP, *flags)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+
+
+def test_a_faults_block_is_in_force_and_logged_from_the_start(tmp_path):
+    from faultbench.kernel import FaultsChanged, decode_events
+
+    events = tmp_path / "events.jsonl"
+    block = {"payments.issue_refund": {"script": {"1": "timeout"}}}
+    proc = serve(SHOP, "--faults", json.dumps(block), "--events", str(events))
+    assert proc.returncode == 0, proc.stderr
+    changed = [e for e in decode_events(events.read_bytes()) if isinstance(e, FaultsChanged)]
+    assert len(changed) == 1
+    assert changed[0].rules["payments.issue_refund"]["script"] == {"1": "timeout"}
+
+
 def test_stdio_exits_when_stdin_closes():
     # stdin is /dev/null: EOF at once, a clean exit and nothing on stdout
     proc = serve(SHOP)
@@ -109,6 +137,7 @@ def test_help_lists_every_flag():
         "--seed",
         "--run",
         "--no-faults",
+        "--faults",
         "--events",
         "--isolate",
         "--token",

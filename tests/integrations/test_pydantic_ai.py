@@ -74,3 +74,29 @@ async def test_toolset_plugs_the_world_into_your_own_agent(shop):
     assert result.output == f"cancelled order {placed.id}: cancelled"
     assert shop.orders.get(placed.id).status == "cancelled"
     assert repr(WorldTransport(build_server(shop))) == "<WorldTransport(world='shop')>"
+
+
+async def test_expect_reads_an_agent_run_its_calls_tokens_and_failure(shop):
+    from faultbench.testing import expect
+
+    run = await run_agent(scripted_model(FailsThenFinds()), "go", mcp=build_server(shop))
+    (
+        expect(run)
+        .output_contains("ok")
+        .tools_called("get_order")
+        .tools_not_called("issue_refund")
+        .tokens_under(10_000)
+    )
+    with pytest.raises(AssertionError, match=r"Expected tokens under 1\. Instead, received: \d+"):
+        expect(run).tokens_under(1)
+
+    def stubborn(seen):
+        return ToolCall("get_order", {"id": "nope"})
+
+    failed = await run_agent(scripted_model(stubborn), "go", mcp=build_server(shop), retries=1)
+    from faultbench.testing import AgentResult
+
+    result = AgentResult.of(failed)
+    assert not result.passed
+    assert isinstance(result.error, UnexpectedModelBehavior)
+    assert result.tools == ["get_order", "get_order"]

@@ -818,3 +818,17 @@ def arg_texts(world, tool):
 )
 def test_handler_arguments_are_described(doc_world, tool, texts):
     assert arg_texts(doc_world, tool) == texts
+
+
+def test_arguments_with_defaults_carry_a_json_schema_default(world, doc_world):
+    """Clients that fill in defaults (or show them) read `default`, not the description."""
+    created = world.tool("create_order").input_schema["properties"]
+    with_default = {name for name, p in created.items() if "default" in p}
+    assert with_default, created
+    for name in with_default:
+        assert f"default: {json.dumps(created[name]['default'])}" in created[name]["description"]
+    assert "default" not in created["total"]  # required: no default
+    handler = doc_world.tool("google").input_schema["properties"]
+    assert handler["mode"]["default"] == "a"
+    assert "default" not in handler["note"]  # optional, None when omitted
+    assert doc_world.tool("bare").input_schema["properties"]["count"]["default"] == 3

@@ -492,8 +492,11 @@ def test_a_user_function_of_the_transcript_and_scenario_errors():
         "MESSAGE 2",
     ]
     assert result.ended_by == "user"
-    with pytest.raises(ValueError, match="Expected a simulated user"):
-        scenario(persona=FRIENDLY_USER)
+    # without a user, Attest's style: the function is called once per turn with the persona
+    seen = []
+    turns = scenario(persona=FRIENDLY_USER, max_turns=2)(lambda persona: seen.append(persona))()
+    assert seen == [FRIENDLY_USER, FRIENDLY_USER]
+    assert len(turns.results) == 2
     with pytest.raises(ValueError, match="max_turns"):
         scenario(user=["x"], max_turns=0)
 

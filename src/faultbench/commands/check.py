@@ -11,7 +11,10 @@ import argparse
 import sys
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from faultbench.kernel import WorldSpec
 
 HELP = "validate a world file and summarize its services, tools and faults"
 
@@ -20,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("world", metavar="WORLD", help="the world file (YAML)")
 
 
-def load_or_report(path: str):
+def load_or_report(path: str) -> WorldSpec | None:
     """The WorldSpec of `path`, or None after printing why it cannot be loaded."""
     from faultbench.kernel import WorldFileError
     from faultbench.kernel.lowlevel import load_spec
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
+def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -> Iterable[str]:
     from faultbench.kernel.lowlevel import effective_rule, operation_args
 
     total_rows = sum(len(r) for r in rows.values())
@@ -80,7 +83,7 @@ def summary(spec: Any, rows: dict[str, list], path: str) -> Iterable[str]:
         for tool in service.operations:
             op = spec.operations[tool]
             args = ", ".join(
-                f"{a.name}{'' if a.required else '?'}: {_kind(a)}"
+                f"{a.name}{'' if a.required else '?'}: {_kind(a.kind, a.choices)}"
                 for a in operation_args(op, spec.records)
             )
             target = f" {op.record}" if op.record else ""
@@ -155,13 +158,13 @@ def _value(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def _kind(arg: Any) -> str:
+def _kind(kind: str, choices: tuple[str, ...]) -> str:
     """What the agent passes: enum values spelled out, a ref as the id text it is."""
-    if arg.kind == "enum" and arg.choices:
-        return "|".join(arg.choices)
-    if arg.kind == "ref":
+    if kind == "enum" and choices:
+        return "|".join(choices)
+    if kind == "ref":
         return "str"
-    return arg.kind
+    return kind
 
 
 def _wrap(items: list[str], indent: str, width: int = 96) -> Iterable[str]:

@@ -15,11 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from faultbench.kernel import Event
+    from faultbench.kernel import Event, WorldSpec
+
+#: told what a --partial replay leaves out
+Warn = Callable[[str], None]
 
 HELP = "rebuild a world from an event log (JSON Lines) and print (or check) its state hash"
 
@@ -67,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_events(
     path: str | Path,
     *,
-    warn=None,
+    warn: Warn | None = None,
     partial: bool = False,
     lines: dict[int, int] | None = None,
 ) -> list[Event]:
@@ -122,7 +126,7 @@ def read_events(
     return events
 
 
-def _broken(message: str, partial: bool, warn) -> None:
+def _broken(message: str, partial: bool, warn: Warn | None) -> None:
     if not partial:
         raise BadInput(
             f"{message}. Expected a complete log; pass --partial to replay it up to its last "
@@ -132,15 +136,18 @@ def _broken(message: str, partial: bool, warn) -> None:
         warn(f"{message}; replaying what comes before (--partial)")
 
 
-def _cut_unanswered(path, events: list, where: dict[int, int], partial: bool, warn) -> None:
+def _cut_unanswered(
+    path: str | Path, events: list[Event], where: dict[int, int], partial: bool, warn: Warn | None
+) -> None:
     """A log written by faultbench holds each call whole (its events are written together):
     a call started and never answered means the file was cut."""
+    from faultbench.kernel import CallFailed, CallStarted, CallSucceeded
+
     open_calls: dict[str, int] = {}
     for i, ev in enumerate(events):
-        name = type(ev).__name__
-        if name == "CallStarted":
+        if isinstance(ev, CallStarted):
             open_calls[ev.call_id] = i
-        elif name in ("CallSucceeded", "CallFailed"):
+        elif isinstance(ev, CallSucceeded | CallFailed):
             open_calls.pop(ev.call_id, None)
     if open_calls:
         call, i = min(open_calls.items(), key=lambda item: item[1])
@@ -153,7 +160,9 @@ def _cut_unanswered(path, events: list, where: dict[int, int], partial: bool, wa
         del events[i:]
 
 
-def world_path(events: list[Event], events_path: str | Path, given: str | None, beside=False):
+def world_path(
+    events: list[Event], events_path: str | Path, given: str | None, beside: bool = False
+) -> Path:
     """The world file to replay against: `--world`, or with `beside` the file the log names,
     by its name only, in the log's own folder. Never a path the log chooses."""
     from faultbench.kernel import WorldCreated
@@ -235,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     tables = {
-        t: [_in_field_order(row, world.spec.records.get(t)) for row in rows]
+        t: [_in_field_order(row, world.spec, t) for row in rows]
         for t, rows in world.to_dict().items()
         if not args.table or t in args.table
     }
@@ -270,16 +279,19 @@ def run(args: argparse.Namespace) -> int:
     return 1 if mismatch else 0
 
 
-def _in_field_order(row: dict, record) -> dict:
+def _in_field_order(row: dict[str, Any], spec: WorldSpec, table: str) -> dict[str, Any]:
     # A log read back from JSON Lines has its keys sorted (deterministic bytes); show records
     # the way the world file declares them.
+    record = spec.records.get(table)
     if record is None:
         return row
     names = [f.name for f in record.fields]
     return {**{k: row[k] for k in names if k in row}, **row}
 
 
-def _print_tables(tables: dict) -> None:
+def _print_tables(
+    tables: dict[str, list[dict[str, Any]]] | dict[str, dict[str, dict[str, Any]]],
+) -> None:
     from faultbench.kernel.lowlevel import format_value, id_order
 
     for name, rows in tables.items():

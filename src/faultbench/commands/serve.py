@@ -7,6 +7,16 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
+
+    import trio
+
+    from faultbench.kernel import World
+    from faultbench.serve import Journals, WorldServer
 
 HELP = "serve a world's operations as MCP tools (stdio, or streamable HTTP with --http)"
 
@@ -50,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start without the world file's faults: block: faults stay on with no rules, so "
         "rules set at run time with PUT /faultbench/faults apply",
+    )
+    parser.add_argument(
+        "--faults",
+        metavar="JSON",
+        default=None,
+        help="replace the world file's faults: block with this one (JSON, e.g. "
+        '\'{"payments.issue_refund": {"errors": {"timeout": 0.1}}}\'), set as a logged '
+        "FaultsChanged event, as the pytest plugin sets a faults marker's rules",
     )
     parser.add_argument(
         "--events",
@@ -98,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
                 "and its control API (and a world file runs Python). Pass --token SECRET or "
                 "set FAULTBENCH_TOKEN; clients then send 'Authorization: Bearer SECRET'."
             )
+    if args.faults is not None and args.no_faults:
+        return _usage("--faults and --no-faults exclude each other.")
     if not 0 <= args.port <= 65535:
         return _usage(f"Expected --port between 0 and 65535. Instead, received: {args.port}")
 
@@ -113,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
     if args.no_faults:
         # No rules rather than a fault-free world, so PUT /faultbench/faults still works.
         world.set_faults({})
+    elif args.faults is not None:
+        problem = _set_faults(world, args.faults)
+        if problem is not None:
+            return _usage(problem)
 
     import trio
 
@@ -150,6 +174,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _set_faults(world: World, text: str) -> str | None:
+    """Put `--faults JSON` in force; the problem with it, or None."""
+    import json
+
+    from faultbench.kernel import WorldFileError
+
+    try:
+        block = json.loads(text)
+    except ValueError as exc:
+        return (
+            f"Expected --faults to be a faults: block as JSON. Instead, received: {text!r} ({exc})"
+        )
+    if not isinstance(block, dict):
+        return f"Expected --faults to be a JSON object. Instead, received: {text!r}"
+    try:
+        world.set_faults(block)
+    except WorldFileError as exc:
+        return f"--faults: {exc}"
+    return None
+
+
 def _usage(message: str) -> int:
     print(f"faultbench serve: {message}", file=sys.stderr)
     return 2
@@ -167,7 +212,7 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("mcp").setLevel(logging.WARNING)
 
 
-async def _on_signal(stop) -> None:
+async def _on_signal(stop: Callable[[], object]) -> None:
     """First SIGINT/SIGTERM: clean shutdown. A second one: leave now."""
     import signal
 
@@ -184,7 +229,7 @@ async def _on_signal(stop) -> None:
             stop()
 
 
-async def _serve_stdio(server, args) -> None:
+async def _serve_stdio(server: WorldServer, args: argparse.Namespace) -> None:
     import trio
 
     from faultbench.serve import serve_stdio
@@ -205,7 +250,12 @@ async def _serve_stdio(server, args) -> None:
         nursery.cancel_scope.cancel()  # stdin closed: done
 
 
-async def _serve_http(server, args, journal, sock) -> None:
+async def _serve_http(
+    server: WorldServer,
+    args: argparse.Namespace,
+    journal: Journals | None,
+    sock: socket.socket | None,
+) -> None:
     import trio
 
     from faultbench.serve import build_app, serve_http
@@ -214,7 +264,7 @@ async def _serve_http(server, args, journal, sock) -> None:
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
 
-        async def run_server(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async def run_server(task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
             await serve_http(
                 app,
                 host=args.host,

@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
         chosen = []
         for wanted in args.table:
-            record = spec.accessors.get(wanted)
-            if record is None:
+            found = spec.accessors.get(wanted)
+            if found is None:
                 hint = did_you_mean(wanted, spec.accessors)
                 print(
                     f"{args.world}: no table '{wanted}'; expected one of "
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            chosen.append(record)
+            chosen.append(found)
         names = list(dict.fromkeys(chosen))
 
     from faultbench.kernel.lowlevel import generate_rows

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_types import Tool as McpTool
 
 HELP = "list the MCP tools a world serves, with their input schemas"
 
@@ -42,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(tool) -> str:
+def _describe(tool: McpTool) -> str:
     schema = tool.input_schema
     required = set(schema.get("required", ()))
     hints = []
@@ -66,12 +70,12 @@ def _describe(tool) -> str:
     return "\n".join(lines)
 
 
-def _type(prop: dict) -> str:
+def _type(prop: dict[str, Any]) -> str:
     if "enum" in prop:
         return " | ".join(json.dumps(v) for v in prop["enum"])
     if "anyOf" in prop:
         return " | ".join(_type(p) for p in prop["anyOf"])
-    kind = prop.get("type", "any")
+    kind: str | list[str] = prop.get("type", "any")
     if isinstance(kind, list):
         kind = " | ".join(kind)
     if prop.get("format"):

@@ -15,15 +15,21 @@ import os
 import shlex
 import tempfile
 import urllib.request
+import warnings
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultbench.kernel import Trace, World, WorldCreated, decode_events, replay
+from faultbench.kernel import Trace, World, WorldCreated, current_world, decode_events, replay
 from faultbench.serve import WorldServer
 
 __all__ = ["AgentRun", "Http", "InProcess", "Stdio", "Target", "missing_extra", "target"]
+
+#: seconds a stdio server may take to start and answer `initialize`. Both frameworks wait 5 s
+#: by default, and a Python server (interpreter, mcp, the world file) can take longer on a
+#: busy CI machine: the run would fail as if the server were broken.
+STDIO_START_TIMEOUT = 30.0
 
 
 def missing_extra(extra: str, error: ImportError) -> ImportError:
@@ -94,7 +100,9 @@ def target(mcp: WorldServer | str | Sequence[str]) -> Target:
             return Http(mcp)
         mcp = shlex.split(mcp)
     if isinstance(mcp, Sequence) and mcp and all(isinstance(a, str) for a in mcp):
-        return Stdio(list(mcp))
+        argv = list(mcp)
+        _check_serve_command(argv)
+        return Stdio(argv)
     raise TypeError(
         "Expected mcp to be a faultbench WorldServer (build_server(world)), an http(s) URL "
         "('http://127.0.0.1:8000/mcp') or a stdio command (['faultbench', 'serve', "
@@ -105,6 +113,43 @@ def target(mcp: WorldServer | str | Sequence[str]) -> Target:
 def _is_faultbench_serve(argv: list[str]) -> bool:
     names = [Path(a).name for a in argv]
     return "serve" in names and any(n in ("faultbench", "faultbench.cli") for n in names)
+
+
+def _world_arg(argv: list[str]) -> str | None:
+    """The WORLD argument of `... faultbench serve WORLD [options]` as written."""
+    names = [Path(a).name for a in argv]
+    for arg in argv[names.index("serve") + 1 :] if "serve" in names else ():
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _check_serve_command(argv: list[str]) -> None:
+    """A `faultbench serve` command that cannot serve what the caller means: a relative world
+    path that does not exist here (the server resolves it against this process's working
+    directory, not the test file's folder) is an error; a bare command inside a faultbench run
+    (a world is current) is a warning, since it serves run 0 of the file's own faults."""
+    if not _is_faultbench_serve(argv):
+        return
+    world = _world_arg(argv)
+    if world is not None and not os.path.isabs(world) and not os.path.exists(world):
+        base = os.getcwd()
+        raise FileNotFoundError(
+            f"faultbench serve {world!r}: no such world file. The path is relative, so the "
+            f"server resolves it against the working directory {base}, which gives "
+            f"{os.path.join(base, world)}. Expected an absolute path (Path(__file__).parent / "
+            f"{world!r}), or in a faultbench test the mcp_command fixture, which serves the "
+            "run's own world."
+        )
+    if current_world() is not None and "--run" not in argv:
+        warnings.warn(
+            f"run_agent(mcp={argv!r}) inside a faultbench run: this command serves the world "
+            "file with its own seed, run 0's fault draws and its file's faults: block, "
+            "ignoring this run's seed, run index and faults marker, so every run of the gate "
+            "sees the same faults. Use the mcp_command fixture, which serves this run's world "
+            "(run_agent(..., mcp=mcp_command)).",
+            stacklevel=4,
+        )
 
 
 def _served_file(argv: list[str]) -> str | None:

@@ -27,7 +27,16 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
-from ._run import AgentRun, Http, InProcess, Target, missing_extra, observe, target
+from ._run import (
+    STDIO_START_TIMEOUT,
+    AgentRun,
+    Http,
+    InProcess,
+    Target,
+    missing_extra,
+    observe,
+    target,
+)
 from ._script import Policy, Reply, Seen, ToolCall, seen_result
 
 try:
@@ -113,7 +122,11 @@ def _server_for(where: Target) -> MCPServer:
     if isinstance(where, Http):
         return MCPServerStreamableHttp({"url": where.url}, cache_tools_list=True)
     command, *args = where.argv
-    return MCPServerStdio({"command": command, "args": args}, cache_tools_list=True)
+    return MCPServerStdio(
+        {"command": command, "args": args},
+        cache_tools_list=True,
+        client_session_timeout_seconds=STDIO_START_TIMEOUT,
+    )
 
 
 def mcp_server(mcp: WorldServer | str | Sequence[str]) -> MCPServer:

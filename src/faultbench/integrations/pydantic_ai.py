@@ -31,7 +31,16 @@ from typing import Any, Unpack
 
 import anyio
 
-from ._run import AgentRun, Http, InProcess, Target, missing_extra, observe, target
+from ._run import (
+    STDIO_START_TIMEOUT,
+    AgentRun,
+    Http,
+    InProcess,
+    Target,
+    missing_extra,
+    observe,
+    target,
+)
 from ._script import Policy, Reply, Seen, ToolCall, seen_result
 
 try:
@@ -106,6 +115,7 @@ def _toolset_for(where: Target, **kwargs: Any) -> MCPToolset[Any]:
     if isinstance(where, Http):
         return MCPToolset(where.url, **kwargs)
     command, *args = where.argv
+    kwargs.setdefault("init_timeout", STDIO_START_TIMEOUT)
     return MCPToolset(StdioTransport(command, args, keep_alive=False), **kwargs)
 
 

@@ -87,6 +87,8 @@ class ToolCallError(FaultbenchError):
     kind: str = "error"
     #: for internal errors: where the bug is (see `format_traceback`); never sent to an agent
     traceback: str | None = None
+    #: the fault kind charged to the call that raised this (`_incall.py`), if any
+    fault: str | None = None
 
     def __init__(self, message: str, *, kind: str | None = None):
         super().__init__(message)
@@ -194,3 +196,6 @@ class FaultsDisabled(FaultbenchError, RuntimeError):
 
 class ReplayError(FaultbenchError):
     """An event log could not be replayed into a world."""
+
+    #: the seq of the first event that does not fit (None when no one event is to blame)
+    seq: int | None = None

@@ -31,6 +31,8 @@ from ._spec._code import empty_spec as empty_spec
 from ._spec._rows import generate_rows as generate_rows
 from ._spec._schema import operation_args as operation_args
 from ._store._events import add_log_line as add_log_line
+from ._store._incall import ToolCharges as ToolCharges
+from ._store._incall import running_call as running_call
 from ._text._keys import id_order as id_order
 from ._text._names import did_you_mean as did_you_mean
 from ._text._show import format_value as format_value
@@ -61,6 +63,7 @@ __all__ = [
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
+    "ToolCharges",
     "add_log_line",
     "add_tools",
     "did_you_mean",
@@ -79,6 +82,7 @@ __all__ = [
     "parse_faults",
     "pin_block",
     "render_faults",
+    "running_call",
     "show_repr",
     "to_utc",
 ]

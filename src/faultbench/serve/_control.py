@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from faultbench.kernel import FaultbenchError, FaultsDisabled, encode_events
+from faultbench.kernel import FaultbenchError, FaultsDisabled, Snapshot, World, encode_events
 from faultbench.kernel.lowlevel import (
     iso_time,
     parse_duration,
@@ -53,7 +54,11 @@ from faultbench.kernel.lowlevel import (
 )
 
 if TYPE_CHECKING:
+    from ._journal import Journals
     from ._server import WorldServer
+
+#: a control endpoint
+Handler = Callable[[Request], Awaitable[Response]]
 
 PREFIX = "/faultbench"
 
@@ -118,10 +123,10 @@ async def _body(request: Request, raw: bytes | None = None) -> Any:
 class Control:
     """Control endpoints over one `WorldServer` (and its per-session worlds)."""
 
-    def __init__(self, server: WorldServer, *, journal: Any = None):
+    def __init__(self, server: WorldServer, *, journal: Journals | None = None):
         self.server = server
-        self.journal = journal  # faultbench.serve._journal.Journals, or None
-        self.snapshots: dict[str, tuple[Any, Any]] = {}  # id -> (world, snapshot)
+        self.journal = journal
+        self.snapshots: dict[str, tuple[World, Snapshot]] = {}  # id -> (world, snapshot)
         self._ids = itertools.count(1)
         #: MCP sessions open now (with --isolate), whether or not they have a world yet
         self.live: set[str] = set()
@@ -148,7 +153,7 @@ class Control:
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _world(self, request: Request) -> Any:
+    def _world(self, request: Request) -> World:
         session = request.query_params.get("session")
         if session is not None and not self.server.isolate:
             raise ControlError(
@@ -166,13 +171,13 @@ class Control:
             )
         return self.server.world_for(session)
 
-    def _changed(self, world: Any, *, rewritten: bool = False) -> None:
+    def _changed(self, world: World, *, rewritten: bool = False) -> None:
         """Keep the --events file in step after a control action."""
         if self.journal is not None:
             self.journal.sync(world, rewritten=rewritten)
 
     def routes(self) -> list[Route]:
-        def route(path: str, handler, methods: list[str]) -> Route:
+        def route(path: str, handler: Handler, methods: list[str]) -> Route:
             return Route(PREFIX + path, self._wrap(handler), methods=methods)
 
         return [
@@ -192,7 +197,7 @@ class Control:
         ]
 
     @staticmethod
-    def _wrap(handler):
+    def _wrap(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
             try:
                 return await handler(request)
@@ -364,7 +369,7 @@ class Control:
         return _json({"isolate": self.server.isolate, "sessions": sorted(self.live)})
 
 
-def _last_seq(world: Any) -> int:
+def _last_seq(world: World) -> int:
     events = world.events
     return events[-1].seq if len(events) else -1
 

@@ -28,15 +28,19 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
-from ._server import SESSION_HEADER
+from ._server import SESSION_HEADER, WorldServer
+
+if TYPE_CHECKING:
+    from ._journal import Journals
 
 log = logging.getLogger("faultbench.serve")
 
@@ -77,12 +81,12 @@ def security_settings(host: str) -> TransportSecuritySettings:
 class _Guard:
     """ASGI middleware: bearer token on every request, Host/Origin on the control API."""
 
-    def __init__(self, app: Any, *, token: str | None, security: TransportSecuritySettings):
+    def __init__(self, app: ASGIApp, *, token: str | None, security: TransportSecuritySettings):
         self.app = app
         self.expected = f"Bearer {token}".encode() if token else None
         self.security = TransportSecurityMiddleware(security)
 
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             if self.expected is not None:
                 got = Headers(scope=scope).get("authorization", "").encode()
@@ -97,7 +101,7 @@ class _Guard:
         await self.app(scope, receive, send)
 
 
-async def _deny(scope: dict, receive: Callable, send: Callable) -> None:
+async def _deny(scope: Scope, receive: Receive, send: Send) -> None:
     response = JSONResponse(
         {
             "error": "Expected an 'Authorization: Bearer <token>' header with the token this "
@@ -111,12 +115,12 @@ async def _deny(scope: dict, receive: Callable, send: Callable) -> None:
 
 
 def build_app(
-    server: Any,
+    server: WorldServer,
     *,
     host: str = "127.0.0.1",
     token: str | None = None,
-    journal: Any = None,
-) -> Any:
+    journal: Journals | None = None,
+) -> ASGIApp:
     """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`.
 
     Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
@@ -131,7 +135,7 @@ def build_app(
         )
     security = security_settings(host)
     control = Control(server, journal=journal)
-    app = server.streamable_http_app(
+    app: ASGIApp = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=True,
         session_idle_timeout=SESSION_IDLE_S,
@@ -160,7 +164,7 @@ _IDLE_MARGIN_S = 60
 MAX_SESSIONS = 1000
 
 
-async def _full(scope: dict, receive: Callable, send: Callable, limit: int) -> None:
+async def _full(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
     message = (
         f"This faultbench server (--isolate) holds {limit} open MCP sessions, its limit. "
         "Expected clients to end their sessions (DELETE /mcp, which mcp.Client does on "
@@ -187,7 +191,7 @@ class SessionTracker:
 
     def __init__(
         self,
-        app: Any,
+        app: ASGIApp,
         control: Control,
         *,
         path: str = "/mcp",
@@ -204,7 +208,7 @@ class SessionTracker:
         self.in_flight: dict[str, int] = {}  # session -> its requests being answered now
         self.idle_since: dict[str, float] = {}  # session -> when its last request ended
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -215,7 +219,7 @@ class SessionTracker:
         session = Headers(scope=scope).get(SESSION_HEADER)
         status = 0
 
-        async def watch(message: dict[str, Any]) -> None:
+        async def watch(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]

@@ -21,20 +21,25 @@ so each file still replays alone.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from faultbench.kernel import LogRewound, encode_events
+from faultbench.kernel import CallResult, Event, LogRewound, World, encode_events
+
+if TYPE_CHECKING:
+    from ._server import WorldServer
 
 
 class Journal:
     """One world's event log, mirrored to one append-only file."""
 
-    def __init__(self, path: str | os.PathLike[str], world: Any):
+    def __init__(self, path: str | os.PathLike[str], world: World):
         self.path = Path(path)
         self.world = world
         self._file = open(self.path, "wb")  # noqa: SIM115 - lives as long as the server
-        self._written: Any = ()  # the log the file holds now (a view that never changes)
+        #: the log the file holds now (a view that never changes)
+        self._written: Sequence[Event] = ()
         self.sync()
 
     def sync(self, *, rewritten: bool = False) -> None:
@@ -58,7 +63,7 @@ class Journal:
             self._file.close()
 
 
-def _shared_prefix(a: Any, b: Any) -> int:
+def _shared_prefix(a: Sequence[Event], b: Sequence[Event]) -> int:
     """How many first events two logs of one world share. Logs share events by identity
     (a snapshot's log is a prefix of the log it was taken from), and once two logs part they
     never share an event again, so the boundary can be found by bisection."""
@@ -75,35 +80,35 @@ def _shared_prefix(a: Any, b: Any) -> int:
 class Journals:
     """The journals of a server: its shared world and, with --isolate, each session's."""
 
-    def __init__(self, path: str | os.PathLike[str], world: Any):
+    def __init__(self, path: str | os.PathLike[str], world: World):
         self.path = Path(path)
         self._by_world: dict[int, Journal] = {id(world): Journal(self.path, world)}
 
-    def add_session(self, session: str, world: Any) -> None:
+    def add_session(self, session: str, world: World) -> None:
         safe = "".join(c for c in session if c.isalnum() or c in "-_")[:64] or "session"
         path = self.path.with_name(f"{self.path.stem}.{safe}{self.path.suffix or '.jsonl'}")
         self._by_world[id(world)] = Journal(path, world)
 
-    def sync(self, world: Any, *, rewritten: bool = False) -> None:
+    def sync(self, world: World, *, rewritten: bool = False) -> None:
         journal = self._by_world.get(id(world))
         if journal is not None:
             journal.sync(rewritten=rewritten)
 
-    def drop(self, world: Any) -> None:
+    def drop(self, world: World) -> None:
         """Stop logging a session's world (it ended); its file stays, complete."""
         journal = self._by_world.pop(id(world), None)
         if journal is not None:
             journal.sync()
             journal.close()
 
-    def after_call(self, world: Any, result: Any) -> None:
+    def after_call(self, world: World, result: CallResult) -> None:
         self.sync(world)
 
     def close(self) -> None:
         for journal in self._by_world.values():
             journal.close()
 
-    def attach(self, server: Any) -> Journals:
+    def attach(self, server: WorldServer) -> Journals:
         """Log every call `server` answers, and every session world it creates."""
         server.after_call.append(self.after_call)
         server.on_new_world.append(self.add_session)

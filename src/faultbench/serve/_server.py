@@ -35,7 +35,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from faultbench.kernel import CallResult, ToolCallError
+from faultbench.kernel import CallResult, ToolCallError, World
 from faultbench.kernel.lowlevel import iso_time
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ _ANNOTATIONS = {
     ),
 }
 
-AfterCall = Callable[[Any, CallResult], None]
+AfterCall = Callable[[World, CallResult], None]
 
 
 def mcp_tool(tool: Tool) -> types.Tool:
@@ -131,7 +131,7 @@ class WorldServer(Server):
     (identified by its `Mcp-Session-Id` on HTTP) gets its own fork of `world`.
     """
 
-    def __init__(self, world: Any, *, name: str | None = None, isolate: bool = False):
+    def __init__(self, world: World, *, name: str | None = None, isolate: bool = False):
         super().__init__(
             name or f"faultbench-{world.name}",
             version=_version(),
@@ -142,12 +142,12 @@ class WorldServer(Server):
         )
         self.world = world
         self.isolate = isolate
-        self.sessions: dict[str, Any] = {}  # MCP session id -> that session's fork
+        self.sessions: dict[str, World] = {}  # MCP session id -> that session's fork
         #: The MCP sessions open now, when something tracks them (the HTTP app does, see
         #: `_http.SessionTracker`); None: not tracked, any session id is served.
         self.open_sessions: set[str] | None = None
         self.after_call: list[AfterCall] = []
-        self.on_new_world: list[Callable[[str, Any], None]] = []
+        self.on_new_world: list[Callable[[str, World], None]] = []
         if isolate:
             # Sessions only exist in the 2025 handshake protocol: 2026-07-28 requests are
             # self-contained. Refusing `server/discover` makes `mode="auto"` clients fall
@@ -156,7 +156,7 @@ class WorldServer(Server):
 
     # --- worlds -----------------------------------------------------------------------------
 
-    def world_for(self, session: str | None) -> Any:
+    def world_for(self, session: str | None) -> World:
         """The world a request acts on: the shared one, or its session's fork.
 
         Raises `SessionEnded` for a tracked session that is not open: a call still in
@@ -173,7 +173,7 @@ class WorldServer(Server):
                 hook(session, world)
         return world
 
-    def _request_world(self, ctx: Any) -> Any:
+    def _request_world(self, ctx: Any) -> World:
         if not self.isolate:
             return self.world
         request = ctx.request
@@ -283,7 +283,7 @@ def _version() -> str:
         return "0"
 
 
-def build_server(world: Any, *, name: str | None = None, isolate: bool = False) -> WorldServer:
+def build_server(world: World, *, name: str | None = None, isolate: bool = False) -> WorldServer:
     """An MCP server (a low-level `mcp.server.Server`) serving `world`'s operations as tools.
 
     >>> async with mcp.Client(build_server(world)) as client:  # doctest: +SKIP

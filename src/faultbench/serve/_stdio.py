@@ -214,7 +214,7 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             stdin.reply = stdout
         # Duck-typed: stdio_server only iterates stdin and awaits stdout.write/flush, which is
         # all an anyio AsyncFile is used for there.
-        async with stdio_server(stdin=stdin, stdout=stdout) as streams:  # type: ignore[arg-type]
+        async with stdio_server(stdin=stdin, stdout=stdout) as streams:  # type: ignore[arg-type]  # not AsyncFiles: duck-typed, see above
             yield streams
     finally:
         if saved_stdout_fd is not None:

@@ -15,7 +15,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from faultbench.kernel import World
+
+    from ._server import WorldServer
 
 __all__ = ["serve_in_thread"]
 
@@ -26,7 +31,7 @@ _STOP_S = 10.0
 
 @contextmanager
 def serve_in_thread(
-    world: Any, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+    world: World | WorldServer, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
 ) -> Iterator[str]:
     """Serve `world` (a World, or a WorldServer from `build_server`) over streamable HTTP in a
     background thread; yields the MCP URL (`http://127.0.0.1:PORT/mcp`, a free port by

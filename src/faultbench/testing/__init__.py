@@ -9,8 +9,9 @@ so installing faultbench is enough::
     @pytest.mark.min_pass_rate(0.9)
     async def test_refund(world, mcp_server): ...
 
-The simulation API (`repeat`, `fault_inject`, `mock_tool`, `MockToolRegistry`, personas and
-`scenario`) works outside pytest too; see docs/SIMULATION.md.
+The simulation API (`repeat`, `fault_inject`, `mock_tool`, `MockToolRegistry`, personas,
+`scenario`, and Attest's `ScenarioConfig`, `AgentResult`, `TraceBuilder` and `expect`) works
+outside pytest too; see docs/SIMULATION.md.
 
 The plugin imports pytest and faultbench's kernel only (no mcp, trio or anyio: the fixtures
 that serve a world import `faultbench.serve` when a test asks for them); the rest of this
@@ -43,7 +44,14 @@ if _typing.TYPE_CHECKING:
     from ._gate._stats import wilson_interval as wilson_interval
     from ._plugin._handles import Faults as Faults
     from ._plugin._handles import LiveTrace as LiveTrace
+    from ._simulation._agentresult import AgentResult as AgentResult
+    from ._simulation._agentresult import AgentTrace as AgentTrace
+    from ._simulation._agentresult import Step as Step
+    from ._simulation._agentresult import TraceBuilder as TraceBuilder
+    from ._simulation._expect import Expectation as Expectation
+    from ._simulation._expect import expect as expect
     from ._simulation._inject import Injected as Injected
+    from ._simulation._inject import InjectedError as InjectedError
     from ._simulation._inject import fault_inject as fault_inject
     from ._simulation._mocks import MockTool as MockTool
     from ._simulation._mocks import MockToolRegistry as MockToolRegistry
@@ -67,19 +75,24 @@ if _typing.TYPE_CHECKING:
     from ._simulation._scenario import ScenarioResult as ScenarioResult
     from ._simulation._scenario import Turn as Turn
     from ._simulation._scenario import scenario as scenario
+    from ._simulation._turns import ScenarioConfig as ScenarioConfig
 
 #: public name -> the module it lives in
 _LAZY = {
     "ADVERSARIAL_USER": "._simulation._personas",
     "AgentReply": "._simulation._scenario",
+    "AgentResult": "._simulation._agentresult",
+    "AgentTrace": "._simulation._agentresult",
     "CONFUSED_USER": "._simulation._personas",
     "COOPERATIVE_USER": "._simulation._personas",
     "Conversation": "._simulation._scenario",
     "DEFAULT_BUDGET": "._artifacts._shrink",
+    "Expectation": "._simulation._expect",
     "FRIENDLY_USER": "._simulation._personas",
     "Faults": "._plugin._handles",
     "Gate": "._gate._stats",
     "Injected": "._simulation._inject",
+    "InjectedError": "._simulation._inject",
     "LLMUser": "._simulation._personas",
     "LiveTrace": "._plugin._handles",
     "Message": "._simulation._personas",
@@ -92,14 +105,18 @@ _LAZY = {
     "Run": "._simulation._repeat",
     "RunInfo": "._gate._runs",
     "RunOutcome": "._simulation._repeat",
+    "ScenarioConfig": "._simulation._turns",
     "ScenarioResult": "._simulation._scenario",
     "ScriptedUser": "._simulation._personas",
     "ShrinkResult": "._artifacts._shrink",
     "SimulatedUser": "._simulation._personas",
+    "Step": "._simulation._agentresult",
+    "TraceBuilder": "._simulation._agentresult",
     "Turn": "._simulation._scenario",
     "current_run": "._simulation._repeat",
     "decide": "._gate._stats",
     "derive_seed": "._gate._runs",
+    "expect": "._simulation._expect",
     "fault_inject": "._simulation._inject",
     "mock_tool": "._simulation._mocks",
     "pass_hat_k": "._gate._stats",
@@ -124,10 +141,14 @@ __all__ = [
     "DEFAULT_BUDGET",
     "FRIENDLY_USER",
     "AgentReply",
+    "AgentResult",
+    "AgentTrace",
     "Conversation",
+    "Expectation",
     "Faults",
     "Gate",
     "Injected",
+    "InjectedError",
     "LLMUser",
     "LiveTrace",
     "Message",
@@ -140,14 +161,18 @@ __all__ = [
     "Run",
     "RunInfo",
     "RunOutcome",
+    "ScenarioConfig",
     "ScenarioResult",
     "ScriptedUser",
     "ShrinkResult",
     "SimulatedUser",
+    "Step",
+    "TraceBuilder",
     "Turn",
     "current_run",
     "decide",
     "derive_seed",
+    "expect",
     "fault_inject",
     "mock_tool",
     "pass_hat_k",

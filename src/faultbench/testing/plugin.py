@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,27 +31,40 @@ from ._gate._runs import (
     RunInfo,
     derive_seed,
     group_of,
+    near_miss,
+    registered_markers,
     run_id,
 )
 from ._gate._stats import decided, pass_hat_k
+from ._plugin._async import run_coroutine_test, trio_variants
+from ._plugin._command import ServeCommand
 from ._plugin._handles import Faults, LiveTrace
+from ._plugin._harness import problem, setup_problem
 from ._plugin._outputs import Outputs, add_output_options, faults_override
+
+if TYPE_CHECKING:
+    from faultbench.kernel import VirtualClock, World, WorldSpec
+    from faultbench.serve import WorldServer
 
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()
 #: the world a run's `world` fixture made
-WORLD_KEY = pytest.StashKey[Any]()
+WORLD_KEY = pytest.StashKey["World"]()
 #: set on an item that early stop skips
 STOPPED_KEY = pytest.StashKey[bool]()
 #: the plugin's per-session state
 SESSION_KEY = pytest.StashKey["FaultbenchSession"]()
 #: parsed world files by path, shared by the runs of a session
-SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, Any]]]()
+SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, "WorldSpec"]]]()
+#: the `mcp_command` a run used: its journal is the run's world
+COMMAND_KEY = pytest.StashKey[ServeCommand]()
+#: the fixtures that make a test one of faultbench's (its async test runs on asyncio here)
+FIXTURES = ("world", "mcp_server", "mcp_url", "mcp_command", "trace", "clock", "faults")
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Options and markers
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,9 +110,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(session)
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Runs as items
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
 def _plan(node: Any) -> Plan | None:
@@ -114,8 +127,43 @@ def _runs(config: pytest.Config, plan: Plan) -> int:
     return plan.runs if option is None else option
 
 
+def _check_marks(definition: Any) -> None:
+    """A mark that is a typo of one of ours is a collection error, strict markers or not."""
+    registered = registered_markers(definition.config.getini("markers"))
+    for mark in definition.iter_markers():
+        meant = near_miss(mark.name, registered)
+        if meant is not None:
+            pytest.fail(
+                f"{definition.nodeid}: unknown marker @pytest.mark.{mark.name}: did you mean "
+                f"@pytest.mark.{meant}? faultbench's markers are "
+                f"{', '.join(MARKERS)}; a misspelt one would silently drop what it asks for "
+                "(the runs, the gate). If the mark is your own, register it (markers = "
+                f"{mark.name}: ... in pytest.ini).",
+                pytrace=False,
+            )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """With `--strict-markers`, pytest refuses an unknown mark while importing the module,
+    before `_check_marks` sees it: add the hint to its error."""
+    report = yield
+    if report.failed:
+        text = str(report.longrepr)
+        found = re.search(r"'(\w+)' not found in `markers` configuration option", text)
+        registered = registered_markers(collector.config.getini("markers"))
+        meant = None if found is None else near_miss(found.group(1), registered)
+        if meant is not None:
+            report.longrepr = (
+                f"{text}\nfaultbench: did you mean @pytest.mark.{meant}? (a misspelt "
+                f"faultbench marker silently drops what it asks for)"
+            )
+    return report
+
+
 @pytest.hookimpl(trylast=True)  # after the test's own parametrize: its ids come first
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    _check_marks(metafunc.definition)
     plan = _plan(metafunc.definition)
     if plan is None:
         return
@@ -124,8 +172,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"{metafunc.definition.nodeid}: a test marked with @pytest.mark.world or "
             "@pytest.mark.runs is run once per run through the `faultbench_run` fixture, and "
             "this one requests none of faultbench's fixtures (world, mcp_server, mcp_url, "
-            "trace, clock, faults, faultbench_run), so its runs could not differ. Expected it "
-            "to take `world` (or `faultbench_run`) as an argument.",
+            "mcp_command, trace, clock, faults, faultbench_run), so its runs could not differ. "
+            "Expected it to take `world` (or `faultbench_run`) as an argument.",
             pytrace=False,
         )
     n = _runs(metafunc.config, plan)
@@ -137,6 +185,13 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     state = config.stash[SESSION_KEY]
+    # anyio runs a test marked `anyio` on every backend installed (trio, with faultbench);
+    # the frameworks run on asyncio only, so a faultbench test runs there unless it asks.
+    others = trio_variants(items, _is_faultbench)
+    if others:
+        drop = set(map(id, others))
+        items[:] = [item for item in items if id(item) not in drop]
+        config.hook.pytest_deselected(items=others)
     for position, item in enumerate(items):
         state.order.setdefault(item.nodeid, position)
         callspec = getattr(item, "callspec", None)
@@ -156,12 +211,27 @@ def pytest_collection_modifyitems(
         state.planned[data["group"]] = state.planned.get(data["group"], 0) + 1
 
 
-# =============================================================================================
+def _is_faultbench(item: Any) -> bool:
+    """The test carries faultbench's markers or fixtures."""
+    if item.get_closest_marker("world") is not None or item.get_closest_marker("runs"):
+        return True
+    return any(name in FIXTURES or name == RUN_PARAM for name in item.fixturenames)
+
+
+@pytest.hookimpl
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """An `async def` faultbench test no async plugin took runs on asyncio (`_async.py`)."""
+    if not _is_faultbench(pyfuncitem):
+        return None
+    return True if run_coroutine_test(pyfuncitem) else None
+
+
+# ---------------------------------------------------------------------------------------------
 # Fixtures (all sync: they work under pytest-asyncio, anyio's plugin and pytest-trio alike)
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 
 
-def _spec(request: pytest.FixtureRequest, path: Path) -> Any:
+def _spec(request: pytest.FixtureRequest, path: Path) -> WorldSpec:
     """The parsed world file at `path`, parsed once per session (again if it changed)."""
     from faultbench.kernel import WorldFileError
     from faultbench.kernel.lowlevel import load_spec
@@ -208,26 +278,39 @@ def faultbench_run(request: pytest.FixtureRequest) -> RunInfo:
 
 
 @pytest.fixture
-def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[Any]:
+def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[World]:
     """A fresh world for this run: the test's world file, seeded with its `seed` marker (or
     the file's seed), fault draws of run `faultbench_run.index`, and the fault rules of its
     `faults` marker (none without one). It is the current world (`faultbench.using_world`)
     while the test runs, so `fault_inject` charges its latency to it."""
-    from faultbench.kernel import World, using_world
+    from faultbench.kernel import using_world
 
     plan = _world_plan(request)
-    assert plan.world is not None
-    spec = _spec(request, plan.world)
-    w = World.from_spec(spec, seed=plan.seed, run=faultbench_run.index)
-    _apply_faults(request, w, plan)
+    w, _block = _start_world(request, plan, faultbench_run)
     request.node.stash[WORLD_KEY] = w
     with using_world(w):
         yield w
 
 
-def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:
-    """Put the `faults` marker's rules in force, as a logged `FaultsChanged` event, so a
-    replay of the run's log injects the same faults."""
+def _start_world(
+    request: pytest.FixtureRequest, plan: Plan, run: RunInfo
+) -> tuple[World, dict[str, Any] | None]:
+    """A run's world as it starts, and the faults block set on it (None: the file's own)."""
+    from faultbench.kernel import World
+
+    assert plan.world is not None
+    spec = _spec(request, plan.world)
+    w = World.from_spec(spec, seed=plan.seed, run=run.index)
+    block = _fault_block(request, w, plan)
+    if block is not None:
+        _set_faults(request, w, block, plan)
+    return w, block
+
+
+def _fault_block(request: pytest.FixtureRequest, w: World, plan: Plan) -> dict[str, Any] | None:
+    """The `faults` marker's rules as the block to put in force (a logged `FaultsChanged`
+    event, so a replay of the run's log injects the same faults); None to keep the world
+    file's own."""
     from faultbench.kernel import WorldFileError
     from faultbench.kernel.lowlevel import render_faults
 
@@ -236,19 +319,30 @@ def _apply_faults(request: pytest.FixtureRequest, w: Any, plan: Plan) -> None:
     if override is not None:  # --faultbench-faults (shrinking's probes, reproduce commands)
         faults = override
     if faults is FILE_FAULTS or (isinstance(faults, Path) and faults == plan.world):
-        return  # the world was created with its file's block in force
+        return None  # the world was created with its file's block in force
     if faults is None:
-        if w.fault_rules:
-            w.set_faults({})  # no marker: fault-free (the rules can still be set mid-test)
-        return
+        # no marker: fault-free (the rules can still be set mid-test)
+        return {} if w.fault_rules else None
+    if isinstance(faults, Path):
+        try:
+            return dict(render_faults(_spec(request, faults).faults))
+        except (OSError, WorldFileError) as exc:
+            pytest.fail(
+                f"{request.node.nodeid}: @pytest.mark.faults({_short(faults)}): {exc}",
+                pytrace=False,
+            )
+    return dict(faults)
+
+
+def _set_faults(request: pytest.FixtureRequest, w: Any, block: dict[str, Any], plan: Plan) -> None:
+    from faultbench.kernel import WorldFileError
+
     try:
-        if isinstance(faults, Path):
-            w.set_faults(render_faults(_spec(request, faults).faults))
-        else:
-            w.set_faults(faults)
-    except (OSError, WorldFileError) as exc:
+        w.set_faults(block)
+    except WorldFileError as exc:
         pytest.fail(
-            f"{request.node.nodeid}: @pytest.mark.faults({_short(faults)}): {exc}", pytrace=False
+            f"{request.node.nodeid}: @pytest.mark.faults({_short(plan.faults)}): {exc}",
+            pytrace=False,
         )
 
 
@@ -258,25 +352,25 @@ def _short(value: Any) -> str:
 
 
 @pytest.fixture
-def trace(world: Any) -> LiveTrace:
+def trace(world: World) -> LiveTrace:
     """The calls of this run's world so far (`world.trace`, always up to date)."""
     return LiveTrace(world)
 
 
 @pytest.fixture
-def clock(world: Any) -> Any:
+def clock(world: World) -> VirtualClock:
     """This run's virtual clock (`world.clock`)."""
     return world.clock
 
 
 @pytest.fixture
-def faults(world: Any) -> Faults:
+def faults(world: World) -> Faults:
     """The fault rules of this run: `rules`, `block`, `injected`, `set(...)`, `clear()`."""
     return Faults(world)
 
 
 @pytest.fixture
-def mcp_server(world: Any) -> Any:
+def mcp_server(world: World) -> WorldServer:
     """An in-process MCP server (`faultbench.serve.WorldServer`) on this run's world: use it
     with `mcp.Client(mcp_server)`."""
     from faultbench.serve import build_server
@@ -285,7 +379,49 @@ def mcp_server(world: Any) -> Any:
 
 
 @pytest.fixture
-def mcp_url(world: Any) -> Iterator[str]:
+def mcp_command(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[ServeCommand]:
+    """The command (argv) that serves this run's world over stdio: `faultbench serve` with
+    the world file's absolute path, the run's seed and index, the `faults` marker's rules and
+    an event journal, for `run_agent(..., mcp=mcp_command)` or any MCP client that starts
+    its server. After the run the plugin reads the journal, so the summary, diff, report,
+    replay and shrinking see the served world; the test reads it with
+    `mcp_command.world()`."""
+    import tempfile
+
+    taken = [
+        name
+        for name in ("world", "trace", "clock", "faults", "mcp_server", "mcp_url")
+        if name in request.fixturenames
+    ]
+    if taken:
+        pytest.fail(
+            f"{request.node.nodeid}: takes mcp_command and {', '.join(taken)}. mcp_command "
+            "serves the run's world from a server process, and the `world` fixture (which "
+            f"{', '.join(taken)} {'is' if taken == ['world'] else 'are'} about) would be "
+            "another copy that the agent never touches. Read the served world after the "
+            "agent's run with `mcp_command.world()` (and its calls with "
+            "`mcp_command.trace()`).",
+            pytrace=False,
+        )
+    plan = _world_plan(request)
+    assert plan.world is not None
+    start, block = _start_world(request, plan, faultbench_run)
+    with tempfile.TemporaryDirectory(prefix="faultbench-") as tmp:
+        command = ServeCommand(
+            plan.world,
+            run=faultbench_run.index,
+            seed=plan.seed,
+            faults=block,
+            journal=Path(tmp) / "events.jsonl",
+            spec=start.spec,
+            start=start,
+        )
+        request.node.stash[COMMAND_KEY] = command
+        yield command
+
+
+@pytest.fixture
+def mcp_url(world: World) -> Iterator[str]:
     """The URL (`http://127.0.0.1:PORT/mcp`) of a streamable HTTP MCP server on this run's
     world, on a free loopback port, stopped after the test."""
     from faultbench.serve import serve_in_thread
@@ -294,13 +430,9 @@ def mcp_url(world: Any) -> Iterator[str]:
         yield url
 
 
-# =============================================================================================
+# ---------------------------------------------------------------------------------------------
 # Reports, the gate and the summary
-# =============================================================================================
-
-
-def _message(excinfo: Any) -> str:
-    return excinfo.exconly()
+# ---------------------------------------------------------------------------------------------
 
 
 class FaultbenchSession:
@@ -328,13 +460,18 @@ class FaultbenchSession:
             group = self.tally.groups.get(data["group"])
             if group is not None:
                 passed, failed, _stopped = group.counts()
-                skipped = len(group.runs) - passed - failed - _stopped
-                planned = self.planned.get(data["group"], data["total"]) - skipped
-                if passed + failed < planned and decided(
+                errors = group.errors()
+                skipped = len(group.runs) - passed - failed - _stopped - errors
+                planned = self.planned.get(data["group"], data["total"]) - skipped - errors
+                ran = passed + failed
+                reason = None
+                if errors:  # the gate has failed, and the next run would hit the same
+                    reason = f"outcome decided: a set-up problem in run{_first_error(group)}"
+                elif ran < planned and decided(
                     passed, failed, planned, data["min_pass_rate"] or 1.0
                 ):
-                    ran = passed + failed
                     reason = f"outcome decided after {ran} run{'s' if ran != 1 else ''}"
+                if reason is not None:
                     item.stash[STOPPED_KEY] = True
                     # A skip mark rather than raising here: pytest reports it at the test's
                     # own location, like any skip.
@@ -353,8 +490,38 @@ class FaultbenchSession:
         if call.when == "setup" and report.skipped and item.stash.get(STOPPED_KEY, False):
             data["stopped"] = True
         if report.failed and call.excinfo is not None:
-            data["message"] = _message(call.excinfo)
+            data["message"] = call.excinfo.exconly()
+            # A run that never reached the agent is a set-up problem, never tolerated
+            # (_harness.py; docs/TESTING.md, "Agent failures and set-up problems").
+            cause = (
+                problem(call.excinfo.value)
+                if call.when == "call"
+                else setup_problem(call.when, data["message"])
+            )
+            if cause is not None:
+                data["problem"] = cause
+        command = item.stash.get(COMMAND_KEY, None)
+        if call.when == "call" and command is not None:
+            # The run's world is the one the server logged (its journal), not a copy here.
+            try:
+                item.stash[WORLD_KEY] = command.world()
+            except Exception as exc:  # a journal cut short, a world file changed mid-run
+                item.stash[WORLD_KEY] = command.start
+                if "problem" not in data:
+                    text = f"faultbench could not read the mcp_command journal: {exc}"
+                    data["problem"] = text
+                    data.setdefault("message", text)
+                    if not report.failed:
+                        report.outcome = "failed"
+                        report.longrepr = text
         world = item.stash.get(WORLD_KEY, None)
+        if call.when == "call" and world is not None and report.failed:
+            crashes = _handler_tracebacks(world)
+            if crashes:
+                # pytest shows a CallResult cut short and escaped into one line; the bug's
+                # traceback reads better whole, under its own heading
+                report.sections.append(("faultbench: handler tracebacks", crashes))
+                data["crashes"] = crashes
         if call.when == "call" and world is not None:
             from faultbench.kernel import encode_events
 
@@ -362,7 +529,12 @@ class FaultbenchSession:
             data["world_file"] = world.spec.path
             data["events"] = encode_events(world.events).decode()
             data["state_hash"] = world.state_hash()
-        if call.when == "call" and report.failed and base["min_pass_rate"] is not None:
+        if (
+            call.when == "call"
+            and report.failed
+            and base["min_pass_rate"] is not None
+            and "problem" not in data
+        ):
             # Tolerated: not a failure for pytest (the gate decides the exit status), shown
             # as TOLERATED; reported as an expected failure, as pytest reports xfail, so
             # JUnit XML and other tools see it as one.
@@ -387,6 +559,9 @@ class FaultbenchSession:
         data = getattr(report, "faultbench", None)
         if data is not None and data.get("tolerated") and report.when == "call":
             return "tolerated", "t", ("TOLERATED", {"yellow": True})
+        if data is not None and data.get("problem") and report.when == "call" and report.failed:
+            # never reached the agent: an error, as a fixture's failure is
+            return "error", "E", ("ERROR", {"red": True})
         return None
 
     # --- where reports meet ------------------------------------------------------------------
@@ -425,7 +600,12 @@ class FaultbenchSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.worker:
             return
-        self.failed_gates = [g for g in self._groups() if g.gate().planned and not g.gate().ok]
+        gates = [g.gate() for g in self._groups()]
+        self.failed_gates = [
+            g
+            for g, gate in zip(self._groups(), gates)
+            if (gate.planned or gate.errors) and not gate.ok
+        ]
         if self.failed_gates and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         # --faultbench-shrink, the session file next to the event logs, --faultbench-report
@@ -477,6 +657,21 @@ class FaultbenchSession:
         runs = self.config.getoption("runs", None)
         extra = f" --runs {runs}" if runs is not None else ""
         return f'pytest "{self._display(nodeid)}"{extra}'
+
+
+def _handler_tracebacks(world: Any) -> str:
+    """The tracebacks of the run's handler bugs (internal errors), one block per call."""
+    blocks = []
+    for c in world.trace:
+        if c.traceback:
+            blocks.append(
+                f"{c.tool} (call {c.call_id}): a bug in the world's handler\n{c.traceback}"
+            )
+    return "\n".join(blocks)
+
+
+def _first_error(group: Group) -> int:
+    return min(i for i, r in group.runs.items() if r.outcome == "error")
 
 
 def _group_properties(group: Group) -> list[tuple[str, object]]:

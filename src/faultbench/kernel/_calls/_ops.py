@@ -12,8 +12,8 @@ costs a dict lookup, one `msgspec.convert` and the operation itself.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,6 +32,7 @@ from .._spec._schema import Validator, default_description, input_schema, operat
 from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
 from .._store._events import Event
+from .._store._incall import ToolCharges, charging
 from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
@@ -123,6 +124,21 @@ class Transaction(Draft):
     def running(self, handler: str) -> AbstractContextManager[None]:
         """While `handler` runs on this transaction, the world refuses direct writes."""
         return self._book.hold(handler)
+
+    @contextmanager
+    def charged(self, handler: str, tool: str) -> Iterator[ToolCharges]:
+        """`running(handler)`, and the charges code inside it makes (`_incall.py`) settled
+        when it ends: into this transaction when the handler returns, into the call's own
+        draft when it raises (this transaction is then dropped, the charges are not)."""
+        charges = ToolCharges(self._book, self.call_id, tool)
+        try:
+            with self._book.hold(handler), charging(charges):
+                yield charges
+        except BaseException:
+            charges.settle(self._parent)
+            raise
+        else:
+            charges.settle(self)
 
     def commit(self) -> list[Event]:
         """Hand the pending events to the call: its state becomes this transaction's. Nothing
@@ -222,23 +238,26 @@ class CompiledOp:
         where = self.spec.handler or self.name
         if self.handler is None:
             raise HandlerCrashed(f"internal error in handler {where}: handler not loaded")
+        charges = tx.charged(where, self.name)
         try:
-            with tx.running(where):
+            with charges as charged:
                 value = self.handler(tx, tx.clock, **args)
-        except RecordNotFound as exc:
-            if exc.table is None:  # the handler's own words
-                raise
-            raise self._not_found(exc) from None  # a Table's: the tool's 404, as for update
-        except ToolCallError:
-            raise
+        except ToolCallError as exc:
+            exc.fault = exc.fault or charged.first
+            if isinstance(exc, RecordNotFound) and exc.table is not None:
+                # a Table's not-found: the tool's 404, as for update
+                raise self._not_found(exc) from None
+            raise  # the handler's own words
         except (KeyError, IndexError) as exc:
             # LookupErrors, but raised by a dict or a list the handler got wrong, not by the
             # handler refusing the call: a bug, and it must read as one.
-            raise _crashed(where, exc) from exc
+            raise _crashed(where, exc, charged.first) from exc
         except (ValueError, LookupError, PermissionError) as exc:
-            raise HandlerError(str(exc) or type(exc).__name__) from exc
+            err = HandlerError(str(exc) or type(exc).__name__)
+            err.fault = charged.first
+            raise err from exc
         except Exception as exc:
-            raise _crashed(where, exc) from exc
+            raise _crashed(where, exc, charged.first) from exc
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
@@ -254,9 +273,10 @@ class CompiledOp:
             ) from None
 
 
-def _crashed(where: str, exc: Exception) -> HandlerCrashed:
+def _crashed(where: str, exc: Exception, fault: str | None = None) -> HandlerCrashed:
     err = HandlerCrashed(f"internal error in handler {where}: {type(exc).__name__}: {exc}")
     err.traceback = format_traceback(exc)
+    err.fault = fault
     return err
 
 

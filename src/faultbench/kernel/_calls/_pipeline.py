@@ -124,23 +124,26 @@ class Pipeline:
         return Transaction(d, self.spec, self.seed, self.book, state)
 
     def call(self, tool: str, args: Any = None) -> CallResult:
-        """Run one tool call; never raises for anything the agent sent."""
-        d = Draft(self.book.state)
-        op = self.ops.get(tool)
-        plan = self.plan()
-        if op is not None and not plan.may_fault(op.spec):
-            result = _run_plain(self, d, op, tool, args)
-        else:
-            result = _run_one(self, d, plan, tool, args)
-        self.book.commit(d)
+        """Run one tool call; never raises for anything the agent sent. Atomic: the book's
+        lock is held from deciding to committing (see `Book.lock`)."""
+        with self.book.lock:
+            d = Draft(self.book.state)
+            op = self.ops.get(tool)
+            plan = self.plan()
+            if op is not None and not plan.may_fault(op.spec):
+                result = _run_plain(self, d, op, tool, args)
+            else:
+                result = _run_one(self, d, plan, tool, args)
+            self.book.commit(d)
         return result
 
     def call_together(self, calls: Sequence[tuple[Any, Any]]) -> list[CallResult]:
         """Run `calls` (tool, args) as calls made at the same moment; see `run_batch`."""
         order = canonical_order(calls)
-        d = Draft(self.book.state)
-        ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
-        self.book.commit(d)
+        with self.book.lock:
+            d = Draft(self.book.state)
+            ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
+            self.book.commit(d)
         results: list[Any] = [None] * len(calls)
         for i, result in zip(order, ordered):
             results[i] = result
@@ -191,9 +194,9 @@ class Flight:
         self.jargs = jargs
         self.k = 0
         self.decision: FaultDecision | None = None
-        self.started: datetime = None  # type: ignore[assignment]
-        self.exec_at: datetime = None  # type: ignore[assignment]
-        self.end_at: datetime = None  # type: ignore[assignment]
+        self.started: datetime = None  # type: ignore[assignment]  # set by admit before any read
+        self.exec_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
+        self.end_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
         self.value: Any = None
         self.text: str | None = None
         self.error: ToolCallError | None = None
@@ -336,6 +339,7 @@ def _failed(
 ) -> CallResult:
     """Log the call's failure and answer it: the one way a call ends in an error."""
     state = d.state
+    fault = fault or exc.fault  # charged from inside the tool (`_incall.py`)
     d.emit(
         CallFailed(
             seq=state.seq,
@@ -611,19 +615,19 @@ def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
     for ev in _backwards(cx, d):
         if ev.at <= cutoff or ev.seq < genesis:
             break
-        cls = type(ev)
-        if cls is RecordCreated or cls is RecordUpdated or cls is RecordDeleted:
-            name, rid = ev.table, ev.id  # type: ignore[attr-defined]
+        # `type(ev) is X` (not isinstance: events are final classes, and it is cheaper) narrows
+        if type(ev) is RecordCreated or type(ev) is RecordUpdated or type(ev) is RecordDeleted:
+            name, rid = ev.table, ev.id
             rows = tables[name]
             now_ = rows.get(rid)
-            if cls is RecordCreated:
+            if type(ev) is RecordCreated:
                 before = None
                 rows = rows.delete(rid)
-            elif cls is RecordUpdated:
-                before = {**rows[rid], **ev.old}  # type: ignore[attr-defined]
+            elif type(ev) is RecordUpdated:
+                before = {**rows[rid], **ev.old}
                 rows = rows.set(rid, before)
-            else:
-                before = ev.old  # type: ignore[attr-defined]
+            elif type(ev) is RecordDeleted:
+                before = ev.old
                 rows = rows.set(rid, before)
             tables[name] = rows
             ix = index.get(name)

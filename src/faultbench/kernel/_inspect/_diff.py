@@ -208,7 +208,7 @@ class StateDiff:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StateDiff) and self.entries == other.entries
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # compared by value, so not hashable
 
     def __str__(self) -> str:
         if not self.entries:

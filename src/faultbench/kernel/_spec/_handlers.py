@@ -193,7 +193,7 @@ def handler_params(func: Callable[..., Any]) -> tuple[ParamSpec, ...]:
         out.append(
             ParamSpec(
                 p.name,
-                kind,  # type: ignore[arg-type]
+                kind,  # type: ignore[arg-type]  # a ParamSpec kind: _annotation_kind returns only those
                 required=required,
                 default=None if required else p.default,
                 choices=choices,

@@ -153,7 +153,7 @@ class _RecordsLoader(_LoaderBase):
                 self.at_value(options, "optional", "optional must be true or false")
             optional = optional or options["optional"] is True
         field = FieldSpec(
-            name, kind, optional, choices=choices, ref=ref, raw=raw,  # type: ignore[arg-type]
+            name, kind, optional, choices=choices, ref=ref, raw=raw,  # type: ignore[arg-type]  # a FieldKind: _parse_type returns only those
             loc=Location(self.doc.path, *self.doc.value_at(*where)),
         )  # fmt: skip
         if "default" in options:

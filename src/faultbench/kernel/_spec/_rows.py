@@ -96,12 +96,10 @@ class _Rng(random.Random):
     """Mersenne Twister with one-line `choice` and `randrange` (the stdlib ones go through
     `_randbelow`, twice the cost); both are fixed functions of `random()`, so stable."""
 
-    # Sequences only (typeshed's `SupportsLenAndGetItem` is not importable at run time).
-    def choice(self, seq: Sequence[_T]) -> _T:  # type: ignore[override]
+    def choice(self, seq: Sequence[_T]) -> _T:  # type: ignore[override]  # sequences only: typeshed's SupportsLenAndGetItem is in _typeshed, a private module
         return seq[int(self.random() * len(seq))]
 
-    # Two arguments only (no step, no one-argument form): the generators never need more.
-    def randrange(self, start: int, stop: int) -> int:  # type: ignore[override]
+    def randrange(self, start: int, stop: int) -> int:  # type: ignore[override]  # two arguments only (no step, no one-argument form): the generators never need more
         return start + int(self.random() * (stop - start))
 
 

@@ -80,6 +80,9 @@ class Arg(msgspec.Struct, frozen=True):
     choices: tuple[str, ...] = ()
     nullable: bool = False
     description: str = ""
+    #: the value an omitted argument takes (JSON Schema `default`), if it has one
+    has_default: bool = False
+    default: Any = None
 
 
 def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Arg:
@@ -100,10 +103,19 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     """The arguments a tool takes, in the order the agent sees them."""
     if op.kind == "custom":
         return [
-            Arg(p.name, p.kind, p.required, p.choices, p.nullable, _param_text(p, op, records))
+            Arg(
+                p.name,
+                p.kind,
+                p.required,
+                p.choices,
+                p.nullable,
+                _param_text(p, op, records),
+                has_default=not p.required and p.default is not None,
+                default=p.default,
+            )
             for p in op.params
         ]
-    rspec = records[op.record]  # type: ignore[index]
+    rspec = records[op.record]  # type: ignore[index]  # only custom operations have no record
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
         return [Arg("id", "str", True, description=rid)]
@@ -133,7 +145,10 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
                 text += f" (default: {show_value(f.default)})"
             elif f.optional:
                 text += " (optional)"
-            out.append(_field_arg(f, required=required, nullable=f.optional, text=text))
+            arg = _field_arg(f, required=required, nullable=f.optional, text=text)
+            if f.has_default:
+                arg = msgspec.structs.replace(arg, has_default=True, default=f.default)
+            out.append(arg)
         # Required arguments first: models fill schemas top-down.
         return sorted(out, key=lambda a: not a.required)
     if op.kind == "update":
@@ -234,6 +249,8 @@ def arg_schema(a: Arg) -> dict[str, Any]:
         s["format"] = "date-time"
     if a.description:
         s["description"] = a.description
+    if a.has_default:
+        s["default"] = msgspec.to_builtins(a.default)
     return s
 
 

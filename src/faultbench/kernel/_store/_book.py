@@ -17,15 +17,24 @@ handler that reached the world itself (through a global) would write around its 
 
 Tables and the clock work on any *store*: an object with `state`, `emit(event)` and
 `call_id`, which a `Book`, a `Draft` and a handler's transaction all are.
+
+Threads: a book has one lock (`Book.lock`, reentrant). Every change holds it (`emit`,
+`commit`, `rewind`), and so does a whole call, from reading the state it decides on to
+committing its draft (`Pipeline.call`), so calls from several threads are serialised: each
+is atomic and sees every call admitted before it. Which thread gets the lock first is up to
+the operating system; given that order, every call's result is deterministic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Protocol
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Protocol, TypeVar, cast
 
 from ._events import Event
+from ._incall import running_call
 from ._log import EventLog, Segment
 from ._reducer import apply
 from ._state import State
@@ -33,7 +42,8 @@ from ._state import State
 
 class Store(Protocol):
     """What tables and the clock read and write through: a `Book`, a `Draft` or a handler's
-    transaction."""
+    transaction. `lock` is held around a write's read-decide-emit (the book's lock; a draft,
+    which one call owns, has none to take)."""
 
     @property
     def state(self) -> State: ...
@@ -41,13 +51,37 @@ class Store(Protocol):
     @property
     def call_id(self) -> str | None: ...
 
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
     def emit(self, event: Event) -> None: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def atomic(method: F) -> F:
+    """A table or clock write that reads its store's state, decides an event from it and
+    emits it, done under the store's lock, so another thread cannot write in between."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._store.lock:
+            return method(self, *args, **kwargs)
+
+    return cast("F", run)
+
+
+_NO_LOCK = nullcontext()
 
 
 class Draft:
     """Events decided on top of `base`, not yet in any log. `state` is where they lead."""
 
     __slots__ = ("base", "call_id", "pending", "state")
+
+    #: a draft belongs to the one call deciding it: nothing to lock
+    lock: AbstractContextManager[Any] = _NO_LOCK
 
     def __init__(self, base: State, call_id: str | None = None):
         self.base = base
@@ -82,13 +116,15 @@ class Draft:
 class Book:
     """The state and the log of one world; the only object that assigns either."""
 
-    __slots__ = ("_busy", "_seg", "_state", "call_id")
+    __slots__ = ("_busy", "_seg", "_state", "call_id", "lock")
 
     def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
         self._state = state
         self._seg = Segment(None, 0, items) if log is None else log.branch(items)
         self._busy: str | None = None
         self.call_id: str | None = None  # writes through the book itself belong to no call
+        #: held by every change and by every call from decision to commit (see above)
+        self.lock = threading.RLock()
 
     @property
     def state(self) -> State:
@@ -97,34 +133,41 @@ class Book:
     @property
     def log(self) -> EventLog:
         """The log as it is now: a view that never changes, whatever the book does next."""
-        return EventLog(self._seg, self._state.seq)
+        with self.lock:
+            return EventLog(self._seg, self._state.seq)
 
     # --- the three ways state changes ----------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        if self._busy is not None:
-            raise self.busy_error(f"to write to the world ({type(event).__name__})")
-        self._state = apply(self._state, event)
-        self._seg.items.append(event)
+        self.refuse_own_handler(f"to write to the world ({type(event).__name__})")
+        with self.lock:
+            if self._busy is not None:
+                raise self.busy_error(f"to write to the world ({type(event).__name__})")
+            self._state = apply(self._state, event)
+            self._seg.items.append(event)
 
     def commit(self, draft: Draft) -> None:
         """Take over `draft`, decided on this book's current state: its events join the log."""
-        if draft.base is not self._state:
-            raise RuntimeError(
-                f"a draft begun at event {draft.base.seq} cannot be committed: the world is "
-                f"at event {self._state.seq} (calls are atomic; something wrote in between)"
-            )
-        if draft.pending:
-            self._state = draft.state
-            self._seg.items.extend(draft.pending)
+        with self.lock:
+            if draft.base is not self._state:
+                raise RuntimeError(
+                    f"a draft begun at event {draft.base.seq} cannot be committed: the world "
+                    f"is at event {self._state.seq} (calls are atomic; something wrote in "
+                    "between)"
+                )
+            if draft.pending:
+                self._state = draft.state
+                self._seg.items.extend(draft.pending)
 
     def rewind(self, state: State, log: EventLog) -> None:
         """State and log become `state` and `log` (a snapshot's). Anyone holding a view of
         the events after it keeps them: the book starts a new segment on `log`."""
-        if self._busy is not None:
-            raise self.busy_error("world.restore()")
-        self._state = state
-        self._seg = log.branch()
+        self.refuse_own_handler("world.restore()")
+        with self.lock:
+            if self._busy is not None:
+                raise self.busy_error("world.restore()")
+            self._state = state
+            self._seg = log.branch()
 
     # --- handlers ------------------------------------------------------------------------------
 
@@ -141,6 +184,14 @@ class Book:
     def busy(self) -> str | None:
         """The handler running now, if any."""
         return self._busy
+
+    def refuse_own_handler(self, what: str) -> None:
+        """Raise if the running code is a handler of this book's own call, in this thread or
+        in one it waits for (an `async def` tool's worker): waiting for the lock its call
+        holds would never end."""
+        running = running_call()
+        if running is not None and running.owner is self:
+            raise self.busy_error(what)
 
     def busy_error(self, what: str) -> RuntimeError:
         return RuntimeError(

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from .._text._utc import to_utc
+from ._book import atomic
 from ._events import ClockAdvanced
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class VirtualClock:
         """The current virtual time (timezone-aware, UTC)."""
         return self._store.state.clock
 
+    @atomic
     def advance(self, seconds: float | timedelta) -> datetime:
         """Move time forward by `seconds` (a number or a timedelta); returns the new time."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float | timedelta):
@@ -55,6 +57,7 @@ class VirtualClock:
             )
         return self._move(to)
 
+    @atomic
     def set(self, dt: datetime | str) -> datetime:
         """Jump to `dt` (a datetime, naive means UTC, or an ISO 8601 string). Never backwards."""
         if isinstance(dt, str):

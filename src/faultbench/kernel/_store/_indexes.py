@@ -29,7 +29,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import immutables
 
@@ -240,7 +240,7 @@ class TableIndex:
             return TableIndex(rows, ids)
         return TableIndex(rows, ids, self.fields, tuple(by))
 
-    def bucket(self, field: str, value: Any) -> Bucket | bool | None:
+    def bucket(self, field: str, value: Any) -> Bucket | Literal[False] | None:
         """The ids whose `field` equals `value`; False when `field` is not indexed (or
         `value` cannot be looked up)."""
         try:

@@ -57,8 +57,7 @@ class Segment:
         Starts decrease strictly down the chain, and the first segment starts at 0."""
         seg = self
         while seg.start > i:
-            # start > 0, so this is not the first segment and has a base
-            seg = seg.jump if seg.jump.start > i else seg.base  # type: ignore[assignment]
+            seg = seg.jump if seg.jump.start > i else seg.base  # type: ignore[assignment]  # start > 0: not the first segment, so it has a base
         return seg
 
 
@@ -157,4 +156,4 @@ class EventLog(Sequence[Event]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal to lists and tuples, so not hashable

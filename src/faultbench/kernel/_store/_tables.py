@@ -19,6 +19,7 @@ from .._text._keys import id_order
 from .._text._names import did_you_mean
 from .._text._show import show_value
 from .._text._utc import to_utc
+from ._book import atomic
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._indexes import IdSet, TableIndex, bucket_ids, bucket_len
 
@@ -284,9 +285,9 @@ class Table:
                 bucket = ix.bucket(key, value)
                 if bucket is False:
                     continue
-                size = bucket_len(bucket)  # type: ignore[arg-type]
+                size = bucket_len(bucket)
                 if best < 0 or size < best:
-                    best, candidates = size, bucket_ids(bucket)  # type: ignore[arg-type]
+                    best, candidates = size, bucket_ids(bucket)
                     if size == 0:
                         return iter(())
         if candidates is None:
@@ -299,6 +300,7 @@ class Table:
 
     # --- writes ------------------------------------------------------------------------------
 
+    @atomic
     def insert(self, **fields: Any) -> Record:
         """Create a record. `id` is optional: automatic ids are "1", "2", ... after the largest
         numeric id the table has seen. Returns the new record."""
@@ -326,6 +328,7 @@ class Table:
         self._write(RecordCreated, rid, fields=data)
         return Record(self.name, data)
 
+    @atomic
     def update(self, id: str | int | None = None, /, **fields: Any) -> Record:
         """Change some fields of an existing record; returns the record as it now is.
         `update("1", status="shipped")` and `update(id="1", status="shipped")` both work."""
@@ -357,6 +360,7 @@ class Table:
         self._write(RecordUpdated, rid, changes=changes, old=before)
         return Record(self.name, self._store.state.tables[self.name][rid])
 
+    @atomic
     def delete(self, id: str | int) -> Record:
         """Remove a record; returns it as it was."""
         rid = _as_id(id)

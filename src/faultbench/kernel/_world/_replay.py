@@ -87,26 +87,26 @@ class _Coercer:
         return fields
 
     def __call__(self, ev: Event) -> Event:
-        t = type(ev)
-        if t is RecordCreated:
-            fields = self._fix(ev.table, ev.fields) or ev.fields  # type: ignore[attr-defined]
-            fields = self._in_order(ev.table, fields)  # type: ignore[attr-defined]
-            return ev if fields is ev.fields else msgspec.structs.replace(ev, fields=fields)  # type: ignore[attr-defined]
-        if t is RecordUpdated:
-            changes = self._fix(ev.table, ev.changes)  # type: ignore[attr-defined]
-            old = self._fix(ev.table, ev.old)  # type: ignore[attr-defined]
+        # Narrowed by `type(ev) is X` in each test, as in _Checker (which says why not `match`).
+        if type(ev) is RecordCreated:
+            fields = self._fix(ev.table, ev.fields) or ev.fields
+            fields = self._in_order(ev.table, fields)
+            return ev if fields is ev.fields else msgspec.structs.replace(ev, fields=fields)
+        if type(ev) is RecordUpdated:
+            changes = self._fix(ev.table, ev.changes)
+            old = self._fix(ev.table, ev.old)
             if changes is None and old is None:
                 return ev
             return msgspec.structs.replace(
                 ev,
-                changes=ev.changes if changes is None else changes,  # type: ignore[attr-defined]
-                old=ev.old if old is None else old,  # type: ignore[attr-defined]
+                changes=ev.changes if changes is None else changes,
+                old=ev.old if old is None else old,
             )
-        if t is RecordDeleted:
+        if type(ev) is RecordDeleted:
             # The whole record: a stale read brings it back, in the order the agent saw.
-            old = self._fix(ev.table, ev.old) or ev.old  # type: ignore[attr-defined]
-            old = self._in_order(ev.table, old)  # type: ignore[attr-defined]
-            return ev if old is ev.old else msgspec.structs.replace(ev, old=old)  # type: ignore[attr-defined]
+            old = self._fix(ev.table, ev.old) or ev.old
+            old = self._in_order(ev.table, old)
+            return ev if old is ev.old else msgspec.structs.replace(ev, old=old)
         return ev
 
 
@@ -230,7 +230,7 @@ def _digest_error(first: WorldCreated, where: str, digest: str) -> ReplayError:
 
 def _at(seq: int, message: str) -> ReplayError:
     err = ReplayError(message)
-    err.seq = seq  # type: ignore[attr-defined]
+    err.seq = seq
     return err
 
 
@@ -256,6 +256,13 @@ def _fold(
     return state
 
 
+def _in_calendar(ev: Event, at: datetime) -> None:
+    try:
+        to_utc(at)
+    except ValueError as exc:
+        raise ReplayError(f"{type(ev).__name__} {exc}") from None
+
+
 class _Checker:
     """What `apply` takes on trust from a live world and a log must show: times that follow
     the clock, record values of their fields' types, and old values that are the state's."""
@@ -264,43 +271,44 @@ class _Checker:
         self._fields = {name: {f.name: f for f in r.fields} for name, r in spec.records.items()}
 
     def __call__(self, state: State, ev: Event) -> None:
-        t = type(ev)
-        if ev.seq == 0 or t is ClockAdvanced:  # the events that set the clock: in the calendar
-            try:
-                to_utc(ev.to if t is ClockAdvanced else ev.at)  # type: ignore[attr-defined]
-            except ValueError as exc:
-                raise ReplayError(f"{t.__name__} {exc}") from None
+        # Narrowed by `type(ev) is X` in each test (not through a variable, which mypy cannot
+        # follow): as explicit as `match`, and replay's hot loop pays ~25 ns an event for it
+        # where `match`/isinstance pay ~0.5 us (a miss of isinstance on a msgspec class).
+        if type(ev) is ClockAdvanced:  # the events that set the clock: in the calendar
+            _in_calendar(ev, ev.to)
+        elif ev.seq == 0:
+            _in_calendar(ev, ev.at)
         if ev.seq == 0:
             return
-        if t is WorldCreated or t is LogRewound:
-            raise ReplayError(f"{t.__name__} may only be event 0 (it is {ev.seq}).")
+        if type(ev) is WorldCreated or type(ev) is LogRewound:
+            raise ReplayError(f"{type(ev).__name__} may only be event 0 (it is {ev.seq}).")
         if ev.at != state.clock:
             raise ReplayError(
-                f"{t.__name__} is stamped {ev.at.isoformat()}, but the clock was at "
+                f"{type(ev).__name__} is stamped {ev.at.isoformat()}, but the clock was at "
                 f"{state.clock.isoformat()}; expected every event at the time of the clock "
                 "(it moves only by ClockAdvanced)"
             )
-        if t is ClockAdvanced:
-            if not ev.to > ev.at:  # type: ignore[attr-defined]
+        if type(ev) is ClockAdvanced:
+            if not ev.to > ev.at:
                 raise ReplayError(
                     f"ClockAdvanced goes from {ev.at.isoformat()} to "
-                    f"{ev.to.isoformat()}; expected a later time: the clock only moves "  # type: ignore[attr-defined]
+                    f"{ev.to.isoformat()}; expected a later time: the clock only moves "
                     "forward"
                 )
-        elif t is RecordCreated:
-            fields = self._fields.get(ev.table)  # type: ignore[attr-defined]
+        elif type(ev) is RecordCreated:
+            fields = self._fields.get(ev.table)
             if fields is not None:
-                self._typed(ev, ev.fields, fields, whole=True)  # type: ignore[attr-defined]
-                if ev.fields.get("id") != ev.id:  # type: ignore[attr-defined]
-                    raise ReplayError(f"RecordCreated of id {ev.id!r} has another id in its fields")  # type: ignore[attr-defined]
-        elif t is RecordUpdated:
-            fields = self._fields.get(ev.table)  # type: ignore[attr-defined]
+                self._typed(ev, ev.fields, fields, whole=True)
+                if ev.fields.get("id") != ev.id:
+                    raise ReplayError(f"RecordCreated of id {ev.id!r} has another id in its fields")
+        elif type(ev) is RecordUpdated:
+            fields = self._fields.get(ev.table)
             if fields is not None:
-                self._typed(ev, ev.changes, fields, whole=False)  # type: ignore[attr-defined]
-                if ev.old:  # type: ignore[attr-defined]
-                    self._same(state, ev, ev.old, set(ev.changes))  # type: ignore[attr-defined]
-        elif t is RecordDeleted and ev.old:  # type: ignore[attr-defined]
-            self._same(state, ev, ev.old, None)  # type: ignore[attr-defined]
+                self._typed(ev, ev.changes, fields, whole=False)
+                if ev.old:
+                    self._same(state, ev, ev.old, set(ev.changes))
+        elif type(ev) is RecordDeleted and ev.old:
+            self._same(state, ev, ev.old, None)
 
     @staticmethod
     def _typed(ev: Any, values: dict[str, Any], fields: dict[str, Any], *, whole: bool) -> None:

@@ -225,10 +225,14 @@ class World:
         return op.tool
 
     def call(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
-        """Call a tool as an agent would. Never raises for bad input: the result says."""
-        if self._book.busy is not None:
-            raise self._book.busy_error(f"world.call({tool!r})")
-        return self._pipeline.call(tool, args)
+        """Call a tool as an agent would. Never raises for bad input: the result says.
+        Safe from several threads: calls are serialised, each one atomic (see `Book.lock`)."""
+        book = self._book
+        book.refuse_own_handler(f"world.call({tool!r})")
+        with book.lock:
+            if book.busy is not None:
+                raise book.busy_error(f"world.call({tool!r})")
+            return self._pipeline.call(tool, args)
 
     def call_together(
         self, calls: Sequence[tuple[str, Mapping[str, Any] | None]]
@@ -237,9 +241,12 @@ class World:
         they all start at the current virtual time and complete in order of virtual
         completion. The log is the same whatever order `calls` come in (they are put in a
         canonical order first); results come back in the order given."""
-        if self._book.busy is not None:
-            raise self._book.busy_error("world.call_together()")
-        return self._pipeline.call_together(list(calls))
+        book = self._book
+        book.refuse_own_handler("world.call_together()")
+        with book.lock:
+            if book.busy is not None:
+                raise book.busy_error("world.call_together()")
+            return self._pipeline.call_together(list(calls))
 
     async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
         """`call` from async code (trio or asyncio): calls made concurrently form one batch,
@@ -258,6 +265,10 @@ class World:
         A world created with `faults=False` never injects a fault, so rules given to it
         would silently do nothing: that raises `FaultsDisabled` (an empty rule set is fine).
         """
+        with self._book.lock:
+            self._set_faults(rules)
+
+    def _set_faults(self, rules: Any) -> None:
         parsed = parse_rules(self._spec, rules)
         if not self.faults_enabled and parsed:
             raise FaultsDisabled(
@@ -295,8 +306,9 @@ class World:
         from .._inspect._trace import Trace
 
         # Trace.follow reads only the events added since the last trace of this log.
-        self._trace = Trace.follow(self.events, self._trace)
-        return self._trace
+        with self._book.lock:
+            self._trace = Trace.follow(self.events, self._trace)
+            return self._trace
 
     def state_hash(self) -> str:
         """Hex digest of records, id counters, clock and call counts (see `_state.py`)."""
@@ -305,15 +317,17 @@ class World:
     # --- snapshots, forks, diffs -------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self._spec, self._book.state, self._book.log)
+        with self._book.lock:  # state and log of the same moment
+            return Snapshot(self._spec, self._book.state, self._book.log)
 
     def restore(self, snap: Snapshot) -> None:
         """Go back (or forward) to `snap`: records, clock and log, so replay still agrees.
         The fault rules in force stay in force (logged again if the snapshot had others)."""
         self._check_snapshot(snap)
-        before = self._book.state.settings
-        self._book.rewind(snap.state, snap.events)
-        _carry_over(self._book, before, fork_of=None)
+        with self._book.lock:
+            before = self._book.state.settings
+            self._book.rewind(snap.state, snap.events)
+            _carry_over(self._book, before, fork_of=None)
 
     def _check_snapshot(self, snap: Any) -> None:
         if not isinstance(snap, Snapshot):
@@ -364,9 +378,10 @@ class World:
             book = _seeded(self._spec, self._seed, first.run, first.faults)
             genesis = self._genesis = Snapshot(self._spec, book.state, book.log)
             self._pipeline.genesis_seq = genesis.seq
-        before = self._book.state.settings
-        self._book.rewind(genesis.state, genesis.events)
-        _carry_over(self._book, before, fork_of=genesis.seq - 1 if before.forked else None)
+        with self._book.lock:
+            before = self._book.state.settings
+            self._book.rewind(genesis.state, genesis.events)
+            _carry_over(self._book, before, fork_of=genesis.seq - 1 if before.forked else None)
 
     def diff(self, other: World | Snapshot) -> StateDiff:
         """What changed from `other` to this world: added / removed / changed records."""

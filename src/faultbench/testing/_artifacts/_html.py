@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._gate._report import Group, Run, closest_passing
 from .._gate._stats import pass_hat_k
+
+if TYPE_CHECKING:
+    from faultbench.kernel import Event, WorldSpec
 
 __all__ = ["REPORT_FILE", "build_report", "spec_of", "write_report"]
 
@@ -83,9 +87,9 @@ def build_report(
     shrinks = shrinks or {}
     overview: list[dict[str, Any]] = []
     blocks: list[str] = []
-    specs: dict[str, Any] = {}
+    specs: dict[str, WorldSpec | None] = {}
     for g_index, group in enumerate(groups):
-        decoded: dict[int, list[Any]] = {}
+        decoded: dict[int, list[Event]] = {}
         cells = []
         for _, run in sorted(group.runs.items()):
             rid = f"{g_index}-{run.index}"
@@ -151,8 +155,8 @@ def _group_overview(group: Group) -> dict[str, Any]:
 def _run_detail(
     group: Group,
     run: Run,
-    decoded: dict[int, list[Any]],
-    specs: dict[str, Any],
+    decoded: dict[int, list[Event]],
+    specs: dict[str, WorldSpec | None],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "nodeid": run.nodeid,
@@ -195,7 +199,7 @@ def _run_detail(
     return out
 
 
-def _spec(events: list[Any], specs: dict[str, Any]) -> Any:
+def _spec(events: list[Event], specs: dict[str, WorldSpec | None]) -> WorldSpec | None:
     from faultbench.kernel import WorldCreated
 
     first = events[0] if events else None
@@ -209,7 +213,7 @@ def _ms(t: datetime | None, origin: datetime) -> float:
     return 0.0 if t is None else round((t - origin).total_seconds() * 1000, 3)
 
 
-def _timeline(events: list[Any], spec: Any) -> dict[str, Any]:
+def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
     """The calls as bars: lane, start and end (virtual ms since the first call), fault,
     ghost write, the call it retries, and what hover shows (arguments, text, _meta)."""
     from faultbench.kernel import RecordCreated, RecordDeleted, RecordUpdated, Trace
@@ -273,7 +277,7 @@ def _timeline(events: list[Any], spec: Any) -> dict[str, Any]:
     return {"lanes": lanes, "calls": rows, "span": span, "origin": iso_time(origin)}
 
 
-def _state_change(spec: Any, events: list[Any]) -> dict[str, Any] | None:
+def _state_change(spec: WorldSpec, events: list[Event]) -> dict[str, Any] | None:
     """The records the run added, removed and changed: its end state against its start (the
     world as the test got it, before the first call)."""
     from faultbench.kernel import CallStarted, FaultbenchError, replay
@@ -321,7 +325,7 @@ def _side_by_side(lines: list[str]) -> list[list[Any]]:
     return rows
 
 
-def spec_of(events: list[Any]) -> Any:
+def spec_of(events: Sequence[Event]) -> WorldSpec | None:
     """The world spec a log was recorded with, from the path in its `WorldCreated` (None
     when there is none or it cannot be read)."""
     from faultbench.kernel import WorldCreated, WorldFileError

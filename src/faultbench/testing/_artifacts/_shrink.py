@@ -27,9 +27,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faultbench.kernel.lowlevel import FaultPin, faults_received, pin_block
+
+if TYPE_CHECKING:
+    from faultbench.kernel import WorldSpec
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -236,7 +239,7 @@ class Probe:
 
 def shrink(
     pins: Sequence[Pin],
-    spec: Any,
+    spec: WorldSpec,
     fails: Callable[[dict[str, Any]], bool],
     *,
     budget: int = DEFAULT_BUDGET,
@@ -254,6 +257,7 @@ def probe_pytest(probe: Probe) -> Callable[[dict[str, Any]], bool]:
     """`fails(block)` for `shrink`: one fresh pytest process per call."""
 
     def fails(block: dict[str, Any]) -> bool:
-        return probe.run(block)["outcome"] == "failed"
+        outcome: str = probe.run(block)["outcome"]
+        return outcome == "failed"
 
     return fails

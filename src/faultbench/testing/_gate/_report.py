@@ -8,9 +8,12 @@ controller, which receives the reports of all workers and nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._stats import Gate, decide
+
+if TYPE_CHECKING:
+    from faultbench.kernel import Event, EventDiff
 
 __all__ = ["Group", "Run", "Tally", "closest_passing", "render_group"]
 
@@ -26,10 +29,15 @@ class Run:
 
     nodeid: str
     index: int
-    #: "passed", "failed", "stopped" (early stop) or "skipped" (by the test itself)
+    #: "passed", "failed", "error" (a set-up problem: it never reached the agent),
+    #: "stopped" (early stop) or "skipped" (by the test itself)
     outcome: str = "passed"
     tolerated: bool = False
     message: str | None = None
+    #: why an "error" run is a set-up problem (docs/TESTING.md)
+    problem: str | None = None
+    #: the tracebacks of handler bugs the run hit (internal errors)
+    crashes: str | None = None
     summary: str | None = None
     events: str | None = None  # JSON Lines
     state_hash: str | None = None
@@ -50,15 +58,20 @@ class Group:
         outcomes = [r.outcome for r in self.runs.values()]
         return outcomes.count("passed"), outcomes.count("failed"), outcomes.count("stopped")
 
+    def errors(self) -> int:
+        return sum(r.outcome == "error" for r in self.runs.values())
+
     def gate(self) -> Gate:
-        return decide(*self.counts(), self.min_pass_rate)
+        return decide(*self.counts(), self.min_pass_rate, self.errors())
 
     @property
     def complete(self) -> bool:
         return len(self.runs) >= self.total
 
     def failing(self) -> list[Run]:
-        return [r for _, r in sorted(self.runs.items()) if r.outcome == "failed"]
+        """The runs that failed, set-up problems first."""
+        runs = [r for _, r in sorted(self.runs.items()) if r.outcome in ("failed", "error")]
+        return sorted(runs, key=lambda r: r.outcome != "error")
 
     def passing(self) -> list[Run]:
         return [r for _, r in sorted(self.runs.items()) if r.outcome == "passed"]
@@ -78,24 +91,30 @@ class Tally:
             run = self._open[report.nodeid] = Run(report.nodeid, data["run"])
         if report.when == "setup":
             if report.failed:
-                run.outcome = "failed"
+                run.outcome = "error"
                 run.message = data.get("message")
+                run.problem = data.get("problem")
             elif report.skipped:
                 run.outcome = "stopped" if data.get("stopped") else "skipped"
         elif report.when == "call":
-            if data.get("tolerated") or report.failed:
+            if data.get("problem") is not None:
+                run.outcome = "error"
+                run.message = data.get("message")
+                run.problem = data["problem"]
+            elif data.get("tolerated") or report.failed:
                 run.outcome = "failed"
                 run.tolerated = bool(data.get("tolerated"))
                 run.message = data.get("message")
             elif report.skipped:
                 run.outcome = "skipped"
-            for key in ("summary", "events", "state_hash", "events_file", "world_file"):
+            for key in ("summary", "events", "state_hash", "events_file", "world_file", "crashes"):
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
         elif report.when == "teardown":
-            if report.failed and run.outcome != "failed":
-                run.outcome = "failed"
+            if report.failed and run.outcome not in ("failed", "error"):
+                run.outcome = "error"
                 run.message = data.get("message")
+                run.problem = data.get("problem")
             del self._open[report.nodeid]
             group = self.groups.get(data["group"])
             if group is None:
@@ -125,15 +144,19 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
     reproduces it. `display(nodeid)` shortens a node id for people; `reproduce(nodeid)` is
     the command."""
     gate = group.gate()
-    if gate.planned == 0:
+    if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
     failing = group.failing()
-    decoded: dict[int, list[Any]] = {}
+    decoded: dict[int, list[Event]] = {}
     for n, run in enumerate(failing):
         calls = run.summary if run.summary else "(no calls)" if run.events else "(no world)"
         tag = " (tolerated)" if run.tolerated else ""
+        if run.outcome == "error":
+            tag = " (set-up problem)"
         lines.append(f"    run{run.index}{tag}: {calls}")
+        if run.problem:
+            lines.append(f"        Set-up problem, not an agent failure: {run.problem}")
         if n >= DETAILED_FAILURES and not verbose:
             lines.append(f"        Reproduce: {reproduce(run.nodeid)}")
             continue
@@ -142,6 +165,9 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
             lines += ["        " + m for m in message[:12]]
             if len(message) > 12:
                 lines.append(f"        ... {len(message) - 12} more lines")
+        if run.crashes:
+            lines.append("        Handler traceback:")
+            lines += ["          " + c for c in run.crashes.splitlines()]
         diff_lines = _closest_diff(group, run, decoded)
         lines += ["        " + d for d in diff_lines]
         if run.events_file:
@@ -154,7 +180,7 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
     return lines
 
 
-def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Any]]) -> list[str]:
+def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Event]]) -> list[str]:
     """The event-log diff of `run` against the passing run of its group closest to it."""
     if run.events is None:
         return []
@@ -171,11 +197,11 @@ def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Any]]) -> list
 def closest_passing(
     group: Group,
     run: Run,
-    decoded: dict[int, list[Any]],
+    decoded: dict[int, list[Event]],
     *,
     max_lines: int = DIFF_LINES,
     candidates: int | None = None,
-) -> tuple[Run, Any] | None:
+) -> tuple[Run, EventDiff] | None:
     """The passing run of `group` whose event log is closest to `run`'s, and the `EventDiff`
     (passing run: a, `run`: b); None without a passing run. `candidates` bounds the runs
     compared, nearest in log length first (a large group's report stays linear)."""
@@ -196,7 +222,7 @@ def closest_passing(
     return best
 
 
-def _events(run: Run, decoded: dict[int, list[Any]]) -> list[Any]:
+def _events(run: Run, decoded: dict[int, list[Event]]) -> list[Event]:
     got = decoded.get(run.index)
     if got is None:
         from faultbench.kernel import decode_events

@@ -12,13 +12,14 @@ sampling seed, `random.Random(faultbench_run.seed)`).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MARKERS", "Plan", "RunInfo", "derive_seed", "group_of", "run_id"]
+__all__ = ["MARKERS", "Plan", "RunInfo", "derive_seed", "group_of", "near_miss", "run_id"]
 
 #: marker name -> the line `pytest --markers` shows
 MARKERS = {
@@ -34,6 +35,26 @@ MARKERS = {
     "seed": "seed(n): the world seed (default: the world file's); each run derives its own "
     "from (seed, run index) (faultbench)",
 }
+
+#: a mark this close to a marker's name (difflib's ratio) is taken for a typo of it: stricter
+#: than a hint's 0.6, because it is an error (`order` is not a typo of `world`)
+NEAR_MISS = 0.8
+
+
+def near_miss(name: str, registered: set[str]) -> str | None:
+    """The faultbench marker an unregistered mark `name` is a typo of (`run` -> `runs`,
+    `min_passrate` -> `min_pass_rate`), or None. pytest only warns of an unknown mark (unless
+    `--strict-markers`), and a mistyped `runs` or `min_pass_rate` silently drops the gate."""
+    if name in MARKERS or name in registered:
+        return None
+    match = difflib.get_close_matches(name, list(MARKERS), n=1, cutoff=NEAR_MISS)
+    return match[0] if match else None
+
+
+def registered_markers(lines: list[str]) -> set[str]:
+    """The names of the `markers` ini lines (`"slow: long tests"` -> `slow`)."""
+    return {line.split(":", 1)[0].split("(", 1)[0].strip() for line in lines}
+
 
 #: the parameter name the runs of a test are parametrized on (also a fixture)
 RUN_PARAM = "faultbench_run"

@@ -70,6 +70,8 @@ class Gate:
     #: runs skipped because the outcome was already decided (early stop)
     stopped: int
     min_pass_rate: float
+    #: runs that never reached the agent (a set-up problem): any one fails the gate
+    errors: int = 0
 
     @property
     def ran(self) -> int:
@@ -89,10 +91,21 @@ class Gate:
 
     @property
     def ok(self) -> bool:
+        if self.errors:
+            return False
         return self.passed >= required_passes(self.min_pass_rate, self.planned)
 
     def line(self) -> str:
         """`17/20 passed (85%) [95% CI 64%-95%] pass^3=60% min_pass_rate=95% -> FAIL`"""
+        if self.errors:
+            total = self.planned + self.errors
+            return (
+                f"set-up problem in {self.errors} of {total} run{'s' if total != 1 else ''} "
+                f"-> FAIL (not an agent failure: {'that run' if self.errors == 1 else 'those runs'} "
+                f"never reached the agent; {self.passed} passed, {self.failed} failed, "
+                f"{self.stopped} skipped; min_pass_rate={_pct(self.min_pass_rate)} does not "
+                "apply until the set-up works)"
+            )
         lo, hi = self.interval
         parts = [
             f"{self.passed}/{self.ran} passed ({_pct(self.rate)})",
@@ -108,9 +121,12 @@ class Gate:
         return line
 
 
-def decide(passed: int, failed: int, stopped: int, min_pass_rate: float | None) -> Gate:
-    """The gate for these counts; no `min_pass_rate` means every run must pass."""
-    return Gate(passed, failed, stopped, 1.0 if min_pass_rate is None else min_pass_rate)
+def decide(
+    passed: int, failed: int, stopped: int, min_pass_rate: float | None, errors: int = 0
+) -> Gate:
+    """The gate for these counts; no `min_pass_rate` means every run must pass, and a run
+    with a set-up problem (`errors`) fails it whatever the rate."""
+    return Gate(passed, failed, stopped, 1.0 if min_pass_rate is None else min_pass_rate, errors)
 
 
 def _pct(x: float) -> str:

@@ -6,7 +6,11 @@ set-up would stay empty; these read the world afresh on every use.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from faultbench.kernel import CallResult, FaultInjected, Trace, World
 
 __all__ = ["Faults", "LiveTrace"]
 
@@ -18,11 +22,11 @@ class LiveTrace:
 
     __slots__ = ("_world",)
 
-    def __init__(self, world: Any):
+    def __init__(self, world: World):
         self._world = world
 
     @property
-    def now(self) -> Any:
+    def now(self) -> Trace:
         return self._world.trace
 
     def __getattr__(self, name: str) -> Any:
@@ -33,10 +37,10 @@ class LiveTrace:
     def __len__(self) -> int:
         return len(self._world.trace)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[CallResult]:
         return iter(self._world.trace)
 
-    def __getitem__(self, i: int) -> Any:
+    def __getitem__(self, i: int) -> CallResult:
         return self._world.trace[i]
 
     def __bool__(self) -> bool:
@@ -60,7 +64,7 @@ class Faults:
 
     __slots__ = ("_world",)
 
-    def __init__(self, world: Any):
+    def __init__(self, world: World):
         self._world = world
 
     @property
@@ -74,7 +78,7 @@ class Faults:
         return render_faults(self._world.fault_rules)
 
     @property
-    def injected(self) -> list[Any]:
+    def injected(self) -> list[FaultInjected]:
         return self._world.trace.faults()
 
     def set(self, rules: Any) -> None:

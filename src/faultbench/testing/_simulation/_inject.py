@@ -1,17 +1,24 @@
 """`fault_inject(...)`: faults for any Python callable, in virtual time.
 
 The wrapper asks a kernel `InjectionPlan` for each call's decision, so a wrapped function
-fails the way a world's tool fails: the same kinds (`http_500`, `timeout`, ... see
-`faultbench.kernel.lowlevel.INJECTABLE_KINDS`), raised as `faultbench.InjectedFault` with the kind in `.kind`
-and the text a tool would answer; a `timeout` runs the function (its effects stay) and then
-fails, `timeout_before_commit` and the HTTP kinds fail without running it.
+fails the way a world's tool fails. By default (Attest's behaviour) a failing call raises
+`InjectedError`, a `RuntimeError` (and a `faultbench.InjectedFault` of kind `http_500`)
+whose message is `Injected fault in <function name>`, before the function runs. With
+`errors=` the kinds are typed (`http_500`, `timeout`, ... see
+`faultbench.kernel.lowlevel.INJECTABLE_KINDS`),
+raised as `faultbench.InjectedFault` with the kind in `.kind` and the text a tool would
+answer; a `timeout` runs the function (its effects stay) and then fails,
+`timeout_before_commit` and the HTTP kinds fail without running it.
 
-Latency never sleeps. It moves the current world's virtual clock (`faultbench.using_world`,
-`scenario`, the pytest `world` fixture); without one it is only added up
-(`wrapper.injected.virtual_s`). Decisions are a pure function of (seed, run, target, k), k
-counting the calls to this target in the current world (or `repeat` run, or else in the
-wrapper's lifetime): the same seed and call index give the same decision, and the runs of a
-`repeat` batch, which have different run indexes, get different faults.
+Latency never sleeps. Inside a world's tool call (a mock tool, or a helper a tool calls) it
+is charged to that call (`faultbench.kernel.lowlevel.running_call()`), with the fault, so the call ends
+later in virtual time and `trace.faults()` lists it. Elsewhere it moves the current world's
+virtual clock (`faultbench.using_world`, `scenario`, the pytest `world` fixture); without
+one it is only added up (`wrapper.injected.virtual_s`). Decisions are a pure function of
+(seed, run, target, k), k being this wrapper's own call count in the current world (or
+`repeat` run, or else since it was made or `wrapper.injected.reset()`): the same seed and
+call index give the same decision whatever ran before, and the runs of a `repeat` batch,
+which have different run indexes, get different faults.
 """
 
 from __future__ import annotations
@@ -24,31 +31,55 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from faultbench.kernel import World, current_world
-from faultbench.kernel.lowlevel import InjectionPlan
+from faultbench.kernel import InjectedFault, World, current_world
+from faultbench.kernel.lowlevel import InjectionPlan, running_call
 
 from ._repeat import current_run, is_async, not_awaited
 
-__all__ = ["Injected", "fault_inject"]
+__all__ = ["Injected", "InjectedError", "fault_inject"]
 
-#: The default kinds: the two failures every caller must survive, sharing `error_rate`.
-DEFAULT_KINDS = ("http_500", "timeout")
+#: The default kind: Attest's `RuntimeError`, raised as `InjectedError` (an http_500).
+DEFAULT_KINDS = ("http_500",)
 _NO_WORLD_NOW = datetime(2025, 6, 1, tzinfo=UTC)  # only rate limits read it; none here
-#: world -> target -> calls so far, for wrappers called in that world
-_WORLD_COUNTERS: weakref.WeakKeyDictionary[World, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
-@dataclass
+class InjectedError(InjectedFault, RuntimeError):
+    """What a `fault_inject` wrapper without `errors=` raises: `RuntimeError("Injected fault
+    in <function name>")`, as Attest's, and an `InjectedFault` of kind `http_500` (a world's
+    tool that raises it answers the agent with this message)."""
+
+    kind = "http_500"
+
+
+@dataclass(eq=False)
 class Injected:
     """What a `fault_inject` wrapper did (`wrapper.injected`): its calls, the faults it
-    injected as (k, kind), and the virtual seconds it charged (latency, timeouts)."""
+    injected as (k, kind), and the virtual seconds it charged (latency, timeouts).
+    `reset()` clears them and restarts the wrapper's fault sequence at its first call."""
 
     calls: int = 0
     faults: list[tuple[int, str]] = field(default_factory=list)
     virtual_s: float = 0.0
+    #: the wrapper's call counts: outside any world or run, and per world
+    _own: int = field(default=0, repr=False)
+    _worlds: weakref.WeakKeyDictionary[World, int] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False
+    )
 
     def reset(self) -> None:
-        self.calls, self.faults, self.virtual_s = 0, [], 0.0
+        self.calls, self.faults, self.virtual_s, self._own = 0, [], 0.0, 0
+        self._worlds.clear()
+
+    def next_k(self, world: World | None, run: Any) -> int:
+        """This call's index (1-based) in its scope: the world, else the run, else its own."""
+        self.calls += 1
+        if world is not None:
+            k = self._worlds[world] = self._worlds.get(world, 0) + 1
+        elif run is not None:
+            k = run.counters[id(self)] = run.counters.get(id(self), 0) + 1
+        else:
+            k = self._own = self._own + 1
+        return k
 
 
 def _error_rates(error_rate: float, errors: Any) -> dict[str, float]:
@@ -87,9 +118,12 @@ def fault_inject(
     """Wrap a sync or async callable so that its calls fail and take time as `errors` and
     `latency_jitter_ms` say.
 
-    - `error_rate`: chance per call of an error, shared by the kinds in `errors` (default:
-      http_500 and timeout); or `errors={"http_503": 0.05, "timeout": 0.02}` alone.
-    - `latency_jitter_ms`: each call takes a uniform 0..jitter ms of virtual time.
+    - `error_rate`: chance per call of an error: by default `InjectedError` (a
+      RuntimeError, "Injected fault in <name>", raised before the function runs); with
+      `errors` (a kind or a list of kinds) shared by those typed kinds; or
+      `errors={"http_503": 0.05, "timeout": 0.02}` alone.
+    - `latency_jitter_ms`: each call takes a uniform 0..jitter ms of virtual time (never
+      a sleep).
     - `seed`: the seed of the draws; default: the current world's, else the current
       `repeat` run's, else 0.
     - `name`: "service.name" in messages (default: the function's module and name).
@@ -106,21 +140,14 @@ def fault_inject(
         target = name or _target(fn)
         plan = InjectionPlan(target, errors=rates, latency_ms=(0.0, jitter) if jitter else None)
         stats = Injected()
-        own: dict[str, int] = {}
         lock = threading.Lock()
+        fname = getattr(fn, "__name__", None) or type(fn).__name__
 
         def decide() -> Any:
             world = current_world()
             run = current_run()
-            if world is not None:
-                counters = _WORLD_COUNTERS.setdefault(world, {})
-            elif run is not None:
-                counters = run.counters
-            else:
-                counters = own
             with lock:
-                k = counters[target] = counters.get(target, 0) + 1
-                stats.calls += 1
+                k = stats.next_k(world, run)
             use_seed = seed
             if use_seed is None:
                 use_seed = world.seed if world is not None else run.seed if run else 0
@@ -133,14 +160,19 @@ def fault_inject(
                 stats.virtual_s += decision.duration_s
                 if decision.kind is not None:
                     stats.faults.append((k, decision.kind))
-            if world is not None and decision.duration_s:
-                try:
-                    world.clock.advance(decision.duration_s)
-                except RuntimeError:
-                    # Called from inside one of the world's tools, whose call owns the clock:
-                    # counted, not charged (give the tool latency with the world's rules).
-                    pass
+            call = running_call()
+            if call is not None:
+                # inside a world's tool: the call takes longer and records the fault
+                detail = {**decision.detail(), "function": target, "k": k}
+                call.charge(decision.duration_s, decision.kind, detail)
+            elif world is not None and decision.duration_s:
+                world.clock.advance(decision.duration_s)
             return decision
+
+        def failure(decision: Any) -> InjectedFault:
+            if errors is None:
+                return InjectedError(f"Injected fault in {fname}")
+            return plan.error(decision)
 
         if is_async(fn):
 
@@ -151,9 +183,9 @@ def fault_inject(
                     return await fn(*args, **kwargs)
                 if decision.commit:
                     await fn(*args, **kwargs)
-                raise plan.error(decision)
+                raise failure(decision)
 
-            ainjected.injected = stats  # type: ignore[attr-defined]
+            ainjected.injected = stats  # type: ignore[attr-defined]  # a documented attribute of the wrapper
             return ainjected
 
         @functools.wraps(fn)
@@ -166,9 +198,9 @@ def fault_inject(
                 return value
             if decision.commit:
                 fn(*args, **kwargs)
-            raise plan.error(decision)
+            raise failure(decision)
 
-        injected.injected = stats  # type: ignore[attr-defined]
+        injected.injected = stats  # type: ignore[attr-defined]  # a documented attribute of the wrapper
         return injected
 
     return decorate

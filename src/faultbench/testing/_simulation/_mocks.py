@@ -4,7 +4,9 @@ A registry's functions become `custom` operations of a world (`faultbench.kernel
 from their annotations, described by their docstrings, served over MCP like any operation
 (`faultbench.serve.build_server(world)`), subject to the world's fault rules (keyed
 `tools.lookup`, `tools.*` or `default`), and logged and traced as calls. What the function
-returns is what the agent reads. Because the tools are part of the world, they reach every
+returns is what the agent reads. An `async def` function is run to completion by its call (on a fresh
+asyncio loop; in a worker thread when the call is made from a running loop). Because the
+tools are part of the world, they reach every
 thread and task that holds the world; `with registry as world:` also makes it the current
 world (`faultbench.current_world()`), which `asyncio.to_thread` and `anyio.to_thread` carry
 into their threads.
@@ -12,14 +14,18 @@ into their threads.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import Any
 
 from faultbench.kernel import World, WorldSpec, using_world
 from faultbench.kernel.lowlevel import add_tools, empty_spec
+
+from ._repeat import is_async
 
 __all__ = ["MockTool", "MockToolRegistry", "mock_tool"]
 
@@ -37,6 +43,7 @@ class MockTool:
         self.fn = fn
         self.description = description
         functools.update_wrapper(self, fn)
+        self._mock_tool_name = name  # Attest's attribute for the same thing
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -163,7 +170,7 @@ class MockToolRegistry:
                 start = load_spec(base)
             spec = add_tools(
                 start,
-                {t.name: t.fn for t in self._tools.values()},
+                {t.name: as_sync(t.fn) for t in self._tools.values()},
                 service=self.service,
                 descriptions={t.name: t.description for t in self._tools.values() if t.description},
             )
@@ -188,3 +195,44 @@ class MockToolRegistry:
 
     def __exit__(self, *exc: object) -> None:
         self._stack.pop().close()
+
+
+def as_sync(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` itself, or for an `async def` function (or a `fault_inject` wrapper of one), a
+    plain function with its signature that runs it to completion: a world's call is
+    synchronous, whether it was made from sync code, `acall` or an MCP server."""
+    if not is_async(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return run_coroutine(fn(*args, **kwargs))
+
+    return run
+
+
+def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run `coro` to completion and return its value: on a fresh asyncio loop here when no
+    loop runs in this thread; else on one in a worker thread that runs in a copy of this
+    context (so the running call and the current world reach it), this thread waiting."""
+    import asyncio  # only worlds with async tools need it
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs here
+        return asyncio.run(coro)
+    ctx = contextvars.copy_context()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = ctx.run(asyncio.run, coro)
+        except BaseException as exc:  # handed to the calling thread as it is
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="faultbench-async-tool", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

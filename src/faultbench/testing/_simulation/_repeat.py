@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,8 +33,8 @@ class Run:
     #: derived from (the batch's seed, index): for the randomness of the code under test
     seed: int
     total: int
-    #: per-target call counters of `fault_inject` wrappers called in this run
-    counters: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    #: call counts of the `fault_inject` wrappers called in this run (by wrapper)
+    counters: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 _RUN: ContextVar[Run | None] = ContextVar("faultbench_current_run", default=None)
@@ -62,11 +63,24 @@ class RunOutcome:
     seed: int
     passed: bool
     value: Any = None
+    #: why a failed run failed: what it raised, else the error its result carries (a
+    #: `ScenarioResult`'s first failed turn)
     error: BaseException | None = None
+
+    @property
+    def reason(self) -> str | None:
+        """Why the run failed, in one line (None for a run that passed)."""
+        if self.passed:
+            return None
+        if self.error is not None:
+            return f"{type(self.error).__name__}: {self.error}"
+        if self.value is False:
+            return "returned False"
+        return f"returned {type(self.value).__name__} with passed=False"
 
     def __str__(self) -> str:
         verdict = "passed" if self.passed else "failed"
-        why = f": {type(self.error).__name__}: {self.error}" if self.error is not None else ""
+        why = f": {self.reason}" if not self.passed else ""
         return f"run{self.index} (seed {self.seed}) {verdict}{why}"
 
 
@@ -128,6 +142,34 @@ class RepeatResult:
         return self.summary()
 
 
+def fails_one_run(exc: BaseException) -> bool:
+    """Does `exc`, raised by one run, fail just that run? Every exception, and the
+    BaseExceptions that end a piece of work rather than the program (`SystemExit`, pytest's
+    `fail()`/`skip()` outcomes...); not KeyboardInterrupt, GeneratorExit, or the
+    cancellation of the task running the batch (asyncio's or trio's), which must go on up."""
+    if isinstance(exc, Exception):
+        return True
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
+        return False
+    for module, name in (("asyncio", "CancelledError"), ("trio", "Cancelled")):
+        lib = sys.modules.get(module)  # only a library in use can have cancelled us
+        if lib is not None and isinstance(exc, getattr(lib, name)):
+            return False
+    return True
+
+
+def outcome(run: Run, value: Any) -> RunOutcome:
+    """The outcome of a run that returned `value`."""
+    passed = _passed(value)
+    error = None if passed else _carried_error(value)
+    return RunOutcome(run.index, run.seed, passed, value, error)
+
+
+def _carried_error(value: Any) -> BaseException | None:
+    error = getattr(value, "error", None)
+    return error if isinstance(error, BaseException) else None
+
+
 def _passed(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -182,10 +224,12 @@ def repeat(
                     with _running(run):
                         try:
                             value = await fn(*args, **kwargs)
-                        except Exception as exc:
+                        except BaseException as exc:
+                            if not fails_one_run(exc):
+                                raise
                             out.append(RunOutcome(run.index, run.seed, False, error=exc))
                             continue
-                    out.append(RunOutcome(run.index, run.seed, _passed(value), value))
+                    out.append(outcome(run, value))
                 return RepeatResult(tuple(out), seed)
 
             return arepeated
@@ -197,12 +241,14 @@ def repeat(
                 with _running(run):
                     try:
                         value = fn(*args, **kwargs)
-                    except Exception as exc:
+                    except BaseException as exc:
+                        if not fails_one_run(exc):
+                            raise
                         out.append(RunOutcome(run.index, run.seed, False, error=exc))
                         continue
                 if inspect.isawaitable(value):
                     raise not_awaited(fn, value)
-                out.append(RunOutcome(run.index, run.seed, _passed(value), value))
+                out.append(outcome(run, value))
             return RepeatResult(tuple(out), seed)
 
         return repeated

@@ -15,6 +15,7 @@ conversation runs, so `fault_inject` charges it.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import os
@@ -25,9 +26,11 @@ from typing import Any
 from faultbench.kernel import CallResult, Trace, World, WorldSpec, using_world
 
 from .._gate._runs import derive_seed
+from ._agentresult import AgentResult
 from ._mocks import MockTool, MockToolRegistry
 from ._personas import Message, Persona, SimulatedUser, as_user
-from ._repeat import current_run, is_async, not_awaited
+from ._repeat import current_run, fails_one_run, is_async, not_awaited
+from ._turns import ScenarioConfig, TurnFaults, arun_turns, mock_map, run_turns
 
 __all__ = ["AgentReply", "Conversation", "Message", "ScenarioResult", "Turn", "scenario"]
 
@@ -129,6 +132,22 @@ class ScenarioResult:
     ended_by: str
     error: BaseException | None = None
     passed: bool = True
+    #: the parameters the scenario ran with (Attest's `ScenarioResult.config`)
+    config: ScenarioConfig | None = None
+    #: one `AgentResult` per turn; None: made from `turns` when first read
+    turn_results: list[AgentResult] | None = field(default=None, repr=False)
+
+    @property
+    def results(self) -> list[AgentResult]:
+        """One `AgentResult` per turn (Attest's `ScenarioResult.results`)."""
+        if self.turn_results is None:
+            self.turn_results = [_turn_result(t) for t in self.turns]
+        return self.turn_results
+
+    @property
+    def failed_turns(self) -> list[AgentResult]:
+        """The turns that failed, each with its `turn` index and `error`."""
+        return [r for r in self.results if not r.passed]
 
     @property
     def trace(self) -> Trace:
@@ -148,6 +167,13 @@ class ScenarioResult:
             if t.reply is not None:
                 lines.append(f"      agent: {t.reply}")
         return "\n".join(lines)
+
+
+def _turn_result(t: Turn) -> AgentResult:
+    r = AgentResult.of(t.reply, turn=t.index, calls=t.tool_calls)
+    if t.error is not None:
+        return AgentResult(r.trace, passed=False, error=t.error, turn=t.index)
+    return r
 
 
 def _call_line(calls: list[CallResult]) -> str:
@@ -190,13 +216,25 @@ class _Setup:
         seed: int | None,
         user: Any,
         check: Callable[[ScenarioResult], Any] | None,
+        fault_error_rate: float = 0.0,
+        fault_latency_jitter_ms: int = 0,
     ):
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise ValueError(f"Expected max_turns >= 1. Instead, received: {max_turns!r}")
         if persona is not None and not isinstance(persona, Persona):
             raise TypeError(f"Expected a Persona (or None). Instead, received: {persona!r}")
         self.persona = persona
-        self.user: SimulatedUser = as_user(user, persona)
+        #: None: Attest's style, the function called once a turn (`_turns.py`)
+        self.user: SimulatedUser | None = None if user is None else as_user(user, persona)
+        self.config = ScenarioConfig(
+            persona=persona,
+            mock_tools=mock_map(mock_tools),
+            fault_error_rate=fault_error_rate,
+            fault_latency_jitter_ms=fault_latency_jitter_ms,
+            max_turns=max_turns,
+            seed=seed,
+        )
+        self.turn_faults = TurnFaults(fault_error_rate, fault_latency_jitter_ms, "scenario")
         self.max_turns = max_turns
         self.seed = seed
         self.check = check
@@ -270,23 +308,48 @@ def scenario(
     *,
     user: Any = None,
     check: Callable[[ScenarioResult], Any] | None = None,
+    fault_error_rate: float = 0.0,
+    fault_latency_jitter_ms: int = 0,
 ) -> Callable[[Callable[..., Any]], Callable[..., ScenarioResult | Awaitable[ScenarioResult]]]:
     """Decorate an agent function `agent(conv, *args, **kwargs) -> reply`; calling the result
     runs one conversation and returns a `ScenarioResult` (awaitable for an async agent).
 
+    Without `user`, Attest's style: the function (`fn(*args, persona=persona)`) is called
+    once per turn and each turn gives an `AgentResult` (`result.results`); see `_turns.py`.
+
     - `persona`: who the user is; `user`: what they say (a list of messages, a function of
       the transcript, `ScriptedUser`, or `LLMUser(model)`, which plays `persona`).
+    - `fault_error_rate`, `fault_latency_jitter_ms`: turn-level faults, decided per turn
+      from (seed, run, turn): a failed turn (an `InjectedError`), virtual latency.
     - `world`: a world file's path, a `WorldSpec`, a `World` (forked per conversation), or
       None (a world without records). `mock_tools`: tools defined in code to add to it.
     - `faults`: fault rules (a `faults:` block); None: no faults; True: the world file's.
     - `max_turns`: user messages at most. `seed`: the world's seed (default: the file's).
     - `check(result)`: decides `passed` (return False or raise to fail the conversation).
     """
-    setup = _Setup(persona, mock_tools, faults, world, max_turns, seed, user, check)
+    shared = _Setup(
+        persona,
+        mock_tools,
+        faults,
+        world,
+        max_turns,
+        seed,
+        user,
+        check,
+        fault_error_rate,
+        fault_latency_jitter_ms,
+    )
 
     def decorate(agent: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(agent):
             raise TypeError(f"Expected an agent function. Instead, received: {agent!r}")
+        setup = copy.copy(shared)  # the turn faults are named after this function
+        setup.turn_faults = TurnFaults(
+            fault_error_rate, fault_latency_jitter_ms, getattr(agent, "__name__", "agent")
+        )
+        if setup.user is None:
+            return _turn_by_turn(setup, agent)
+        user = setup.user
 
         if is_async(agent):
 
@@ -296,13 +359,19 @@ def scenario(
                 s = _State(setup, w, seed_)
                 with using_world(w):
                     for turn in range(setup.max_turns):
-                        said = await setup.user.areply(s.transcript, seed=seed_ + turn)
+                        said = await user.areply(s.transcript, seed=seed_ + turn)
                         conv = s.user_says(said, turn)
                         if conv is None:
                             break
+                        fault = s.turn_fault(turn)
+                        if fault is not None:
+                            s.failed(turn, fault)
+                            break
                         try:
                             value = await agent(conv, *args, **kwargs)
-                        except Exception as exc:
+                        except BaseException as exc:
+                            if not fails_one_run(exc):
+                                raise
                             s.failed(turn, exc)
                             break
                         if s.agent_says(value, conv):
@@ -317,13 +386,19 @@ def scenario(
             s = _State(setup, w, seed_)
             with using_world(w):
                 for turn in range(setup.max_turns):
-                    said = setup.user.reply(s.transcript, seed=seed_ + turn)
+                    said = user.reply(s.transcript, seed=seed_ + turn)
                     conv = s.user_says(said, turn)
                     if conv is None:
                         break
+                    fault = s.turn_fault(turn)
+                    if fault is not None:
+                        s.failed(turn, fault)
+                        break
                     try:
                         value = agent(conv, *args, **kwargs)
-                    except Exception as exc:
+                    except BaseException as exc:
+                        if not fails_one_run(exc):
+                            raise
                         s.failed(turn, exc)
                         break
                     if inspect.isawaitable(value):
@@ -335,6 +410,24 @@ def scenario(
         return converse
 
     return decorate
+
+
+def _turn_by_turn(setup: _Setup, fn: Callable[..., Any]) -> Callable[..., Any]:
+    if is_async(fn):
+
+        @functools.wraps(fn)
+        async def aturns(*args: Any, **kwargs: Any) -> ScenarioResult:
+            result: ScenarioResult = await arun_turns(setup, fn, args, kwargs, Turn, ScenarioResult)
+            return result
+
+        return aturns
+
+    @functools.wraps(fn)
+    def turns(*args: Any, **kwargs: Any) -> ScenarioResult:
+        result: ScenarioResult = run_turns(setup, fn, args, kwargs, Turn, ScenarioResult)
+        return result
+
+    return turns
 
 
 class _State:
@@ -365,6 +458,11 @@ class _State:
     def _calls(self) -> list[CallResult]:
         return self.world.trace.calls[self.calls_before :]
 
+    def turn_fault(self, turn: int) -> BaseException | None:
+        setup = self.setup
+        seed = setup.seed if setup.seed is not None else self.seed
+        return setup.turn_faults.before(self.world, seed, turn, setup.max_turns)
+
     def failed(self, turn: int, exc: BaseException) -> None:
         self.turns.append(Turn(turn, self.said, None, self._calls(), exc))
         self.error, self.ended_by = exc, "error"
@@ -382,6 +480,7 @@ class _State:
 
     def result(self) -> ScenarioResult:
         return ScenarioResult(
+            config=self.setup.config,
             turns=self.turns,
             transcript=self.transcript,
             world=self.world,
