@@ -147,3 +147,23 @@ def test_a_changed_seed_is_refused_where_the_seed_made_the_rows(tmp_path, capsys
     edited = write(tmp_path / "edited.jsonl", rows)
     assert main(["replay", str(edited), "--world", str(shop)]) == 1
     assert "is not the seed row that seed 4 gives" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("event", ["WorldCreated", "ClockAdvanced", "RecordCreated"])
+def test_a_time_past_9999_in_utc_is_refused_by_line(recorded, tmp_path, capsys, event):
+    """`9999-12-31T23:59:59-12:00` is the year 10000 in UTC: an error, never an OverflowError."""
+    world_file, _, rows = recorded
+    late = "9999-12-31T23:59:59-12:00"
+    if event == "WorldCreated":
+        rows[0]["at"] = late
+    elif event == "ClockAdvanced":
+        next(r for r in rows if r["type"] == "ClockAdvanced")["to"] = late
+    else:
+        next(r for r in rows if r["type"] == "RecordCreated")["at"] = late
+    edited = write(tmp_path / "late.jsonl", rows)
+    assert main(["replay", str(edited), "--world", str(world_file)]) == 1
+    err = capsys.readouterr().err
+    assert f"{edited}:" in err
+    assert "Traceback" not in err
+    assert "Overflow" not in err
+    assert ("outside the calendar in UTC" in err) or (f"is stamped {late}" in err)

@@ -94,6 +94,7 @@ LOWLEVEL_NAMES = {
     "operation_args",
     "iso_time",
     "show_repr",
+    "to_utc",
     "did_you_mean",
     "format_value",
     "format_event",

@@ -171,3 +171,77 @@ def test_the_loader_stops_after_100_problems():
     assert errors[-1].endswith(
         "stopped after 100 problems; expected fewer: fix these and check again"
     )
+
+
+PAST_9999 = "9999-12-31T23:59:59-12:00"  # valid RFC 3339, but the year 10000 in UTC
+BEFORE_1 = "0001-01-01T00:00:00+01:00"  # the year 0 in UTC
+
+ROWS = """\
+name: rows
+clock: {{ start: {start} }}
+services:
+  s:
+    records:
+      r: {{ x: str, when: {{ type: datetime, default: '{default}' }} }}
+    seed: {{ rows: [{{ id: a, x: y, when: {row} }}] }}
+    operations:
+      add_r: {{ kind: create, record: r }}
+"""
+OK = "2025-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("late", [PAST_9999, BEFORE_1])
+@pytest.mark.parametrize("where", ["start", "default", "row"])
+def test_times_outside_the_calendar_in_utc_are_world_file_errors(where, late):
+    values = {"start": OK, "default": OK, "row": OK, where: late}
+    error = errors_of(ROWS.format(**values))[0]  # (a bad default also drops its field)
+    line, col = {"start": (2, 17), "default": (6, 53), "row": (7, 41)}[where]
+    assert error.startswith(f"<w>:{line}:{col}: ")
+    if where == "start":
+        assert "expected an ISO date and time" in error
+        assert "up to 9999-12-31 in UTC" in error
+    else:
+        assert error.endswith(
+            "expected a date and time such as 2025-05-01T10:00:00Z (years 1 to 9999 in UTC)"
+        )
+
+
+@pytest.mark.parametrize("late", [PAST_9999, BEFORE_1])
+def test_a_tool_argument_outside_the_calendar_is_invalid_arguments(tmp_path, late):
+    path = tmp_path / "w.yaml"
+    path.write_text(ROWS.format(start=OK, default=OK, row=OK))
+    world = faultbench.load_world(path)
+    result = world.call("add_r", {"x": "q", "when": late})
+    assert result.error_kind == "invalid_arguments"
+    assert result.text == (
+        f"invalid arguments for add_r: r.when: time {late} is outside the calendar in UTC; "
+        "expected a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC"
+    )
+    assert len(world.rs.all()) == 1  # nothing was added
+    with pytest.raises(ValueError, match="outside the calendar in UTC"):
+        world.clock.set(PAST_9999)
+    assert world.call("add_r", {"x": "q", "when": "9999-12-31T23:59:59Z"}).ok
+
+
+def test_duplicate_keys_count_against_the_problem_cap():
+    text = "name: dup\nservices:\n  s:\n    records: { r: { x: str } }\nfaults:\n" + "".join(
+        f"  s.get_r: {{ latency_ms: {i} }}\n" for i in range(15_000)
+    )
+    errors = errors_of(text)
+    assert len(errors) == 101
+    assert all("duplicate key 's.get_r'" in e for e in errors[:100])
+    assert errors[100] == (
+        "<w>:107:3: stopped after 100 problems; expected fewer: fix these and check again"
+    )
+
+
+@pytest.mark.parametrize("name", ["s\nX", "s\rX", "s\u2028X", "s\x1b[2JX"])
+def test_a_name_holding_a_line_break_is_one_problem_on_one_line(name):
+    text = "name: x\nservices:\n  " + '"' + name.encode("unicode_escape").decode() + '"'
+    text += ":\n    records: { r: { x: str } }\n"
+    with pytest.raises(WorldFileError) as info:
+        load_spec("<w>", text=text)
+    rendered = str(info.value)
+    assert len(rendered.splitlines()) == 1
+    assert rendered.startswith("<w>:3:3: invalid service name 's\\")
+    assert info.value.errors[0].message.startswith(f"invalid service name {name!r}")

@@ -184,10 +184,33 @@ def test_values_yaml_cannot_build_and_keys_that_are_not_names(tmp_path):
     assert problems(tmp_path, text) == [
         (
             1, 17,
-            "invalid timestamp '2025-13-01': month must be in 1..12; expected a valid "
-            "timestamp, or quote it to mean text",
+            "invalid timestamp '2025-13-01': month must be in 1..12; expected a date such as "
+            "2025-05-01 or a time such as 2025-05-01T10:00:00Z, or quote it (without a tag) "
+            "to mean text",
         ),
         (3, 5, "a key must be a plain name, not a list or mapping; expected 'name: value'"),
+    ]  # fmt: skip
+
+
+def test_tagged_values_yaml_cannot_build(tmp_path):
+    """pyyaml's constructors raise IndexError, KeyError or AttributeError on these: each is a
+    problem at its position, all of them reported."""
+    text = """\
+        a: !!int ''
+        b: !!float ''
+        c: !!bool maybe
+        d: !!timestamp nope
+        """
+    quote = "or quote it (without a tag) to mean text"
+    assert problems(tmp_path, text) == [
+        (1, 4, f"invalid int ''; expected a whole number such as 42, {quote}"),
+        (2, 4, f"invalid float ''; expected a number such as 1.5, {quote}"),
+        (3, 4, f"invalid bool 'maybe'; expected true or false, {quote}"),
+        (
+            4, 4,
+            "invalid timestamp 'nope'; expected a date such as 2025-05-01 or a time such as "
+            f"2025-05-01T10:00:00Z, {quote}",
+        ),
     ]  # fmt: skip
 
 
@@ -269,7 +292,7 @@ def test_bad_scalars_and_names(tmp_path):
         (
             3, 17,
             "invalid clock start 'not a date'; expected an ISO date and time such as "
-            "2025-06-01T09:00:00Z (no timezone means UTC)",
+            "2025-06-01T09:00:00Z (no timezone means UTC), up to 9999-12-31 in UTC",
         ),
         (3, 29, "unknown key 'stop' in clock; expected 'start'"),
         (
@@ -339,6 +362,24 @@ def test_empty_enum(tmp_path):
     assert problems(tmp_path, text) == [
         (3, 33, "empty enum 'enum[]'; expected at least one value, e.g. enum[placed, delivered]"),
     ]
+
+
+def test_duplicate_enum_values_found_in_linear_time(tmp_path):
+    """A 100,000-value enum is checked in one pass (a count per value took minutes)."""
+    import time
+
+    values = ", ".join(f"v{i}" for i in range(100_000))
+    text = "services:\n  s:\n    records: {{ r: {{ status: 'enum[{}]' }} }}\n"
+    path = tmp_path / "world.yaml"
+    path.write_text(text.format(values))
+    started = time.process_time()
+    load_spec(path)  # no duplicate: loads
+    path.write_text(text.format(values + ", v7, v3, v7"))
+    with pytest.raises(WorldFileError) as info:
+        load_spec(path)
+    assert time.process_time() - started < 10  # both loads: ~1 s; quadratic was 193 s for one
+    [error] = info.value.errors
+    assert error.message.endswith("lists 'v3' twice; expected each value once")
 
 
 def test_field_options(tmp_path):
@@ -817,7 +858,7 @@ def test_explicit_rows_are_type_checked(tmp_path):
         (
             10, 39,
             "invalid value 'yesterday' for order.at (datetime); expected a date and time such "
-            "as 2025-05-01T10:00:00Z",
+            "as 2025-05-01T10:00:00Z (years 1 to 9999 in UTC)",
         ),
         (12, 28, "line.order_id 'Z' is not the id of any seeded 'order'; expected one of its ids (A)"),
         (12, 36, "invalid value 1.5 for line.qty (int); expected a whole number (64-bit)"),

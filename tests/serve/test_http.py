@@ -694,3 +694,34 @@ async def test_host_and_origin_checks():
                 assert answer.status_code in (403, 421)
         local = {"host": "localhost:1234", "origin": "http://localhost:5173"}
         assert (await control(server.base, "GET", "state", headers=local)).status_code == 200
+
+
+async def test_a_clock_set_past_9999_in_utc_is_a_400():
+    async with running(rule_free_shop()) as server:
+        now = (await control(server.base, "GET", "clock")).json()["now"]
+        late = await control(
+            server.base, "POST", "clock", json={"set": "9999-12-31T23:59:59-12:00"}
+        )
+        assert late.status_code == 400
+        assert late.json()["error"] == (
+            "time 9999-12-31T23:59:59-12:00 is outside the calendar in UTC; expected a time "
+            "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z in UTC"
+        )
+        assert (await control(server.base, "GET", "clock")).json()["now"] == now
+
+
+async def test_a_faults_block_of_duplicate_keys_gets_a_bounded_answer():
+    """1 MB of duplicate keys used to answer an 11 MB body: the loader's 100-problem cap
+    holds for duplicate keys too."""
+    block = "".join(f"orders.get_order: {{ latency_ms: {i} }}\n" for i in range(25_000))
+    assert len(block) > 900_000
+    async with running(rule_free_shop()) as server:
+        answer = await control(server.base, "PUT", "faults", content=block.encode())
+        assert answer.status_code == 400
+        assert len(answer.content) < 64 * 1024
+        lines = answer.json()["error"].splitlines()
+        assert len(lines) == 101
+        assert "duplicate key 'orders.get_order' (first written at" in lines[0]
+        assert lines[-1].endswith(
+            "stopped after 100 problems; expected fewer: fix these and check again"
+        )

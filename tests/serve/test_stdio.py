@@ -130,6 +130,31 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
         assert refused["error"]["code"] == -32600
         assert "nested deeper than 128 levels" in refused["error"]["message"]
         server.send("this is not JSON")
+        # Not JSON: -32700, with no id to answer to (JSON-RPC's null)
+        parse = server.receive()
+        assert parse["id"] is None
+        assert parse["error"]["code"] == -32700
+        assert parse["error"]["message"].startswith("Parse error: expected ident at line 1")
+        # Requests the SDK's parser refuses are answered by id, not dropped.
+        surrogate = server.call(21, "create_order", '{"status": "\\ud800", "total": 1}')
+        assert surrogate["id"] == 21
+        assert surrogate["error"]["code"] == -32700
+        assert "hex escape" in surrogate["error"]["message"]
+        digits = server.call(
+            22, "create_order", '{"status": "placed", "total": ' + "7" * 4301 + "}"
+        )
+        assert digits["id"] == 22
+        assert digits["error"]["code"] == -32700
+        assert "number out of range" in digits["error"]["message"]
+        # An unterminated string of \" escapes behind many brackets: answered at once (the
+        # nesting check used to take over 90 s on this line).
+        hostile = '{"jsonrpc":"2.0","id":23,"method":"tools/call","params":' + "[" * 200 + '"'
+        started = time.monotonic()
+        server.send(hostile + '\\"' * 100_000)
+        answer = server.receive()
+        assert time.monotonic() - started < 5
+        assert answer["id"] == 23
+        assert answer["error"]["code"] == -32600  # 200 levels deep
         big = server.call(3, "create_order", json.dumps({"status": "y" * 1_000_000, "total": 1}))
         assert big["id"] == 3
         assert big["result"]["isError"] is True
@@ -139,7 +164,6 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
         ok = server.call(5, "get_order", '{"id": "1"}')
         assert ok["id"] == 5
         assert ok["result"]["isError"] is False
-        # The line that is not JSON (no id) got no answer that could pass for a tool result.
         assert server.proc.poll() is None
         # return_order's handler prints: that text must not reach stdout (receive() would
         # fail to parse it as JSON-RPC).
@@ -165,3 +189,37 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
     assert tools == ["create_order", "drop_tables", "get_order", "update_order", "return_order"]
     assert faultbench.replay(SHOP, logged).orders.get("2").status == "returned"
     assert len(faultbench.replay(SHOP, logged).orders.all()) == 3  # nothing bad was created
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[" * 200 + '"' + '\\"' * 100_000,  # an unterminated string of escapes
+        "[" * 200 + '"\\"' * 70_000,  # many strings, each an escaped quote
+        '{"id":1,"a":' + "[" * 100_000 + "]" * 100_000 + "}",  # deep, and terminated
+    ],
+)
+def test_nesting_and_parse_checks_are_linear(line):
+    """200 KB hostile lines are classified in milliseconds (quadratic scans took minutes)."""
+    from faultbench.serve._stdio import too_deep, unparsable
+
+    assert len(line) >= 200_000
+    started = time.perf_counter()
+    deep, _ = too_deep(line)
+    bad = unparsable(line)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 2, elapsed
+    assert deep
+    assert bad is not None
+
+
+def test_nesting_check_finds_the_id_past_strings():
+    from faultbench.serve._stdio import too_deep, unparsable
+
+    line = '{"note":"{[\\"id\\": 9","id":"r-1","x":' + "[" * 150 + "]" * 150 + "}"
+    assert too_deep(line) == (True, "r-1")
+    assert unparsable('{"id": 7, "x": "\\ud800"}') == (
+        "unexpected end of hex escape at line 1 column 23",
+        7,
+    )
+    assert unparsable('{"id": 7}') is None

@@ -48,6 +48,15 @@ class FaultbenchError(Exception):
     """Base class of every error faultbench raises on purpose."""
 
 
+#: what would break a problem's line in two (or make a terminal act), written as escapes: a
+#: name holding a newline is still one problem on one line
+_ONE_LINE = {
+    c: repr(chr(c))[1:-1]
+    for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029)
+    if c != 0x09  # a tab is harmless
+}
+
+
 class SourceError(msgspec.Struct, frozen=True):
     """One problem in a world file, at a 1-based line and column."""
 
@@ -57,7 +66,7 @@ class SourceError(msgspec.Struct, frozen=True):
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.message}"
+        return f"{self.path}:{self.line}:{self.col}: {self.message}".translate(_ONE_LINE)
 
 
 class WorldFileError(FaultbenchError, ValueError):

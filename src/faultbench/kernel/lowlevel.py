@@ -38,6 +38,7 @@ from ._text._names import did_you_mean as did_you_mean
 from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
+from ._text._utc import to_utc as to_utc
 
 if _typing.TYPE_CHECKING:
     from ._spec._reader import load_spec as load_spec
@@ -83,4 +84,5 @@ __all__ = [
     "render_faults",
     "running_call",
     "show_repr",
+    "to_utc",
 ]

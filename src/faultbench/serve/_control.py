@@ -50,6 +50,7 @@ from faultbench.kernel.lowlevel import (
     parse_faults,
     render_faults,
     show_repr,
+    to_utc,
 )
 
 if TYPE_CHECKING:
@@ -400,10 +401,12 @@ def _seconds(value: Any) -> float:
 
 def _datetime(value: Any) -> datetime:
     try:
-        return msgspec.convert(value, datetime)
+        return to_utc(msgspec.convert(value, datetime))
     except msgspec.ValidationError:
         raise ControlError(
             400,
             "Expected an ISO 8601 time with a timezone, like '2025-01-01T00:00:00Z'. "
             f"Instead, received: {show_repr(value, 80)}",
         ) from None
+    except ValueError as exc:  # in its own offset, but past 9999 (or before 1) in UTC
+        raise ControlError(400, str(exc)) from None

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
+import pydantic_core
 import trio
 
 from ._sdk import stdio_server
@@ -39,28 +40,58 @@ _CHUNK = 1 << 16
 #: JSON-RPC messages nested deeper than this are answered "Invalid Request" here (the SDK's
 #: parser gives up at about 200 and drops the line, id and all)
 MAX_DEPTH = 128
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-_ID_VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+#: outside strings, the next bracket or quote; a string from its opening quote (an unrolled
+#: loop: linear, and tried once per string, never again from inside an unterminated one)
+_STRUCTURE = re.compile(r'[\[\]{}"]')
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_ID_VALUE = re.compile(r'\s*:\s*(-?\d{1,50}(?![\d.eE])|"[^"\\]*(?:\\.[^"\\]*)*")')
+
+
+def _scan(line: str) -> tuple[int, int | str | None]:
+    """(deepest nesting, the top-level id if one is readable): one linear pass that does not
+    recurse, for lines the parser refuses or that may be too deep for it."""
+    depth = deepest = 0
+    ident: int | str | None = None
+    pos = 0
+    while (found := _STRUCTURE.search(line, pos)) is not None:
+        char = found.group()
+        pos = found.end()
+        if char == '"':
+            string = _STRING.match(line, found.start())
+            if string is None:
+                break  # unterminated: the rest of the line is inside it
+            pos = string.end()
+            if depth == 1 and ident is None and string.group() == '"id"':
+                value = _ID_VALUE.match(line, pos)
+                if value is not None:
+                    with suppress(ValueError):
+                        ident = json.loads(value.group(1))
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest, ident
 
 
 def too_deep(line: str) -> tuple[bool, int | str | None]:
     """(nested deeper than MAX_DEPTH, the message's top-level id if it has one)."""
     if line.count("[") + line.count("{") <= MAX_DEPTH:
         return False, None  # cannot be that deep: the common case costs two counts
-    depth = deepest = 0
-    ident: int | str | None = None
-    for token in _TOKENS.finditer(line):
-        text = token.group()
-        if text in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif text in "]}":
-            depth -= 1
-        elif depth == 1 and text == '"id"' and ident is None:
-            value = _ID_VALUE.match(line, token.end())
-            if value is not None:
-                ident = json.loads(value.group(1))
+    deepest, ident = _scan(line)
     return deepest > MAX_DEPTH, ident
+
+
+def unparsable(line: str) -> tuple[str, int | str | None] | None:
+    """None if the SDK's JSON parser reads `line`, else (its reason, the line's id if one is
+    readable). The SDK drops such a line unanswered; we answer it -32700."""
+    if not line.strip():
+        return None  # blank lines are skipped, not messages
+    try:
+        pydantic_core.from_json(line)  # the parser the SDK validates messages with
+    except ValueError as exc:
+        return str(exc), _scan(line)[1]
+    return None
 
 
 def _private_pipe(fd: int) -> bool:
@@ -118,13 +149,24 @@ class _LineReader:
 
     async def _refused(self, text: str) -> bool:
         deep, ident = too_deep(text)
-        if not deep or ident is None:  # a notification has no one to answer
-            return False
-        error = {
-            "code": -32600,
-            "message": f"Invalid Request: nested deeper than {MAX_DEPTH} levels; expected "
-            "arguments nested less deeply",
-        }
+        if deep:
+            if ident is None:  # a notification has no one to answer
+                return False
+            error = {
+                "code": -32600,
+                "message": f"Invalid Request: nested deeper than {MAX_DEPTH} levels; expected "
+                "arguments nested less deeply",
+            }
+        else:
+            bad = unparsable(text)
+            if bad is None:
+                return False
+            reason, ident = bad
+            error = {
+                "code": -32700,
+                "message": f"Parse error: {reason}; expected one JSON-RPC message per line "
+                "(UTF-8 JSON, no lone surrogates, integers under 4,300 digits)",
+            }
         assert self.reply is not None
         # One write of a whole line: `write` never yields, so it cannot split an SDK message.
         await self.reply.write(json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}) + "\n")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
+from .._text._utc import to_utc
 from ._schema import INT_MAX, INT_MIN
 from ._types import FieldSpec
 
@@ -51,10 +52,13 @@ def _parse_type(raw: str) -> tuple[str, tuple[str, ...], str | None, bool]:
             )
         if "" in members:
             raise ValueError(f"enum {short_repr(raw)} has an empty value; expected enum[a, b, c]")
-        dupes = sorted({x for x in members if members.count(x) > 1})
-        if dupes:
+        if len(set(members)) < len(members):  # one pass each, not a count per member
+            seen: set[str] = set()
+            dupes: set[str] = set()
+            for x in members:
+                (dupes if x in seen else seen).add(x)
             raise ValueError(
-                f"enum {short_repr(raw)} lists {short_repr(dupes[0])} twice; expected each value once"
+                f"enum {short_repr(raw)} lists {short_repr(min(dupes))} twice; expected each value once"
             )
         return "enum", tuple(members), None, optional
     target = inner.strip()
@@ -71,7 +75,7 @@ _EXPECTED = {
     "int": "a whole number (64-bit)",
     "float": "a finite number",
     "bool": "true or false",
-    "datetime": "a date and time such as 2025-05-01T10:00:00Z",
+    "datetime": "a date and time such as 2025-05-01T10:00:00Z (years 1 to 9999 in UTC)",
 }
 
 
@@ -130,4 +134,7 @@ def _to_datetime(value: Any) -> datetime | None:
             return None
     else:
         return None
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    try:
+        return to_utc(dt)
+    except ValueError:  # past 9999 or before 1 in UTC: the caller says what is expected
+        return None

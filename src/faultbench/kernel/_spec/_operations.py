@@ -52,7 +52,7 @@ class _OperationsLoader(_LoaderBase):
         if not _TOOL.fullmatch(tool):
             self.at_key(
                 ops, tool,
-                f"invalid tool name '{tool}'; expected 1 to 64 letters, digits, '_' or '-'",
+                f"invalid tool name {short_repr(tool)}; expected 1 to 64 letters, digits, '_' or '-'",
             )  # fmt: skip
             return None
         if tool in self.tool_at:

@@ -241,7 +241,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             self.at_value(
                 body, "start",
                 f"invalid clock start {short_repr(body['start'])}; expected an ISO date and time such "
-                "as 2025-06-01T09:00:00Z (no timezone means UTC)",
+                "as 2025-06-01T09:00:00Z (no timezone means UTC), up to 9999-12-31 in UTC",
             )  # fmt: skip
             return DEFAULT_CLOCK_START
         if start < CLOCK_MIN:

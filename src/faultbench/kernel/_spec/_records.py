@@ -33,7 +33,7 @@ class _RecordsLoader(_LoaderBase):
         if not _SERVICE.fullmatch(svc):
             self.at_key(
                 services, svc,
-                f"invalid service name '{svc}'; expected letters, digits, '_' or '-' "
+                f"invalid service name {short_repr(svc)}; expected letters, digits, '_' or '-' "
                 "(no dots: fault keys use service.operation)",
             )  # fmt: skip
             return
@@ -68,7 +68,7 @@ class _RecordsLoader(_LoaderBase):
         if not _IDENT.fullmatch(rec) or rec.startswith("_"):
             self.at_key(
                 records, rec,
-                f"invalid record name '{rec}'; expected a Python identifier such as "
+                f"invalid record name {short_repr(rec)}; expected a Python identifier such as "
                 "'order' or 'line_item' (it becomes world.<name>)",
             )  # fmt: skip
             return None
@@ -119,7 +119,7 @@ class _RecordsLoader(_LoaderBase):
         if not _IDENT.fullmatch(name):
             self.at_key(
                 body, name,
-                f"invalid field name '{name}' in record '{rec}'; expected a Python "
+                f"invalid field name {short_repr(name)} in record {short_repr(rec)}; expected a Python "
                 "identifier such as 'status' or 'created_at'",
             )  # fmt: skip
             return None

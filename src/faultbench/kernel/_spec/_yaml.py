@@ -129,6 +129,7 @@ MAX_DEPTH = 100
 MAX_PROBLEMS = 100
 #: values that aliases (`*name`, `<<: *name`) may add to a document, over all uses
 MAX_ALIAS_NODES = 100_000
+_STOPPED = f"stopped after {MAX_PROBLEMS} problems; expected fewer: fix these and check again"
 
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
@@ -175,8 +176,7 @@ class Document:
             self.problems.append(
                 SourceError(
                     self.path, pos[0], pos[1],
-                    f"stopped after {MAX_PROBLEMS} problems; expected fewer: fix these and "
-                    "check again",
+                    _STOPPED,
                 )
             )  # fmt: skip
             self.raise_problems()
@@ -219,7 +219,7 @@ class _Builder:
             )
             return None
         if node.tag not in _COLLECTIONS:
-            self.errors.append(_tag_error(self.path, node))
+            self.add(_tag_error(self.path, node))
         if isinstance(node, SequenceNode):
             items: list[Any] = []
             self.done[id(node)] = items
@@ -243,7 +243,7 @@ class _Builder:
                 continue
             km, vm = key_node.start_mark, value_node.start_mark
             if not isinstance(key_node, ScalarNode):
-                self.errors.append(
+                self.add(
                     SourceError(self.path, km.line + 1, km.column + 1,
                                 "a key must be a plain name, not a list or mapping; "
                                 "expected 'name: value'")
@@ -252,10 +252,10 @@ class _Builder:
             key = key_node.value.translate(_SHOW) if self.unhide else key_node.value
             if key in spots:
                 first = spots[key]
-                self.errors.append(
+                self.add(
                     SourceError(
                         self.path, km.line + 1, km.column + 1,
-                        f"duplicate key '{key}' (first written at {self.path}:{first[0]}:"
+                        f"duplicate key {short_repr(key)} (first written at {self.path}:{first[0]}:"
                         f"{first[1]}); expected each key once per mapping; remove or rename "
                         "one of them",
                     )
@@ -272,7 +272,7 @@ class _Builder:
                     return mapping
                 if not isinstance(other, dict):
                     m = source.start_mark
-                    self.errors.append(
+                    self.add(
                         SourceError(self.path, m.line + 1, m.column + 1,
                                     "'<<' merges mappings only; expected an alias of a mapping")
                     )  # fmt: skip
@@ -303,6 +303,14 @@ class _Builder:
                 "use fewer aliases of large ones",
             )
 
+    def add(self, error: SourceError) -> None:
+        """One more problem; past MAX_PROBLEMS, one that says so and building stops (a file of
+        thousands of duplicate keys would print megabytes)."""
+        if len(self.errors) < MAX_PROBLEMS:
+            self.errors.append(error)
+        elif not self.refused:
+            self.refuse((error.line, error.col), _STOPPED)
+
     def refuse(self, at: Position, message: str) -> None:
         if not self.refused:
             self.refused = True
@@ -314,21 +322,33 @@ class _Builder:
             return value.translate(_SHOW) if self.unhide else value
         construct = _SCALARS.get(node.tag)
         if construct is None:
-            self.errors.append(_tag_error(self.path, node))
+            self.add(_tag_error(self.path, node))
             return node.value
         try:
             return construct(_CONSTRUCTOR, node)
-        except (ValueError, yaml.YAMLError) as exc:
+        except Exception as exc:  # pyyaml's constructors trust tagged text: `!!int ''` is an
+            # IndexError, `!!bool maybe` a KeyError, `!!timestamp nope` an AttributeError
             m = node.start_mark
             kind = node.tag.rpartition(":")[2]
-            self.errors.append(
+            reason = f": {exc}" if isinstance(exc, (ValueError, yaml.YAMLError)) else ""
+            expected = _TAGGED_EXPECTED.get(kind, f"a valid {kind}")
+            self.add(
                 SourceError(
                     self.path, m.line + 1, m.column + 1,
-                    f"invalid {kind} {short_repr(node.value)}: {exc}; expected a valid {kind}, or quote "
-                    "it to mean text",
+                    f"invalid {kind} {short_repr(node.value)}{reason}; expected {expected}, or "
+                    "quote it (without a tag) to mean text",
                 )
             )  # fmt: skip
             return node.value
+
+
+#: what a value with an explicit tag (`!!int 42`) must look like
+_TAGGED_EXPECTED = {
+    "int": "a whole number such as 42",
+    "float": "a number such as 1.5",
+    "bool": "true or false",
+    "timestamp": "a date such as 2025-05-01 or a time such as 2025-05-01T10:00:00Z",
+}
 
 
 def _tag_error(path: str, node: Node) -> SourceError:

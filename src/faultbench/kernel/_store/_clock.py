@@ -7,9 +7,10 @@ part of the log: a replay, a fork or a restore has exactly the clock it had.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from .._text._utc import to_utc
 from ._book import atomic
 from ._events import ClockAdvanced
 
@@ -69,7 +70,7 @@ class VirtualClock:
                 ) from None
         if not isinstance(dt, datetime):
             raise TypeError(f"Expected a datetime. Instead, received: {dt!r}")
-        dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+        dt = to_utc(dt)
         now = self.now()
         if dt < now:
             raise ValueError(

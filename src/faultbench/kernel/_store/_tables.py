@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._errors import RecordError, RecordNotFound
@@ -18,6 +18,7 @@ from .._spec._schema import INT_MAX, INT_MIN, describe_field
 from .._text._keys import id_order
 from .._text._names import did_you_mean
 from .._text._show import show_value
+from .._text._utc import to_utc
 from ._book import atomic
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._indexes import IdSet, TableIndex, bucket_ids, bucket_len
@@ -137,7 +138,10 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
                 f"{table}.{f.name}: expected a timezone-aware datetime. Instead, received: "
                 f"{value!r}. Fix: datetime(..., tzinfo=timezone.utc) or clock.now()."
             )
-        return value.astimezone(UTC)
+        try:
+            return to_utc(value)
+        except ValueError as exc:
+            raise RecordError(f"{table}.{f.name}: {exc}") from None
     hint = (
         did_you_mean(value, f.choices, sentence=True)
         if kind == "enum" and isinstance(value, str)

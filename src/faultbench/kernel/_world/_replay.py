@@ -13,7 +13,7 @@ import gc
 import hashlib
 import os
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -37,6 +37,7 @@ from .._store._events import (
 from .._store._reducer import apply
 from .._store._state import State
 from .._text._show import short_repr
+from .._text._utc import to_utc
 from ._world import World
 
 
@@ -46,7 +47,10 @@ def _to_datetime(value: Any) -> Any:
             dt = datetime.fromisoformat(value)
         except ValueError:
             return value  # not ours to judge: apply keeps it, the hash will tell
-        return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+        try:
+            return to_utc(dt)
+        except ValueError:
+            return value  # outside the calendar in UTC: the field check names it
     return value
 
 
@@ -252,6 +256,13 @@ def _fold(
     return state
 
 
+def _in_calendar(ev: Event, at: datetime) -> None:
+    try:
+        to_utc(at)
+    except ValueError as exc:
+        raise ReplayError(f"{type(ev).__name__} {exc}") from None
+
+
 class _Checker:
     """What `apply` takes on trust from a live world and a log must show: times that follow
     the clock, record values of their fields' types, and old values that are the state's."""
@@ -263,6 +274,10 @@ class _Checker:
         # Narrowed by `type(ev) is X` in each test (not through a variable, which mypy cannot
         # follow): as explicit as `match`, and replay's hot loop pays ~25 ns an event for it
         # where `match`/isinstance pay ~0.5 us (a miss of isinstance on a msgspec class).
+        if type(ev) is ClockAdvanced:  # the events that set the clock: in the calendar
+            _in_calendar(ev, ev.to)
+        elif ev.seq == 0:
+            _in_calendar(ev, ev.at)
         if ev.seq == 0:
             return
         if type(ev) is WorldCreated or type(ev) is LogRewound:
