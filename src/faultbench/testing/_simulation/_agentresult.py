@@ -141,9 +141,7 @@ class TraceBuilder:
         metadata: Mapping[str, Any] | None = None,
     ) -> TraceBuilder:
         """Record a model call (each is one model turn: `expect(...).turns_under(n)`)."""
-        meta = dict(metadata) if metadata is not None else None
-        self._steps.append(Step("llm_call", name, dict(args or {}), result, metadata=meta))
-        return self
+        return self._add("llm_call", name, args, result, metadata)
 
     def add_retrieval(
         self,
@@ -152,8 +150,18 @@ class TraceBuilder:
         result: Any = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> TraceBuilder:
+        return self._add("retrieval", name, args, result, metadata)
+
+    def _add(
+        self,
+        kind: StepType,
+        name: str,
+        args: Mapping[str, Any] | None,
+        result: Any,
+        metadata: Mapping[str, Any] | None,
+    ) -> TraceBuilder:
         meta = dict(metadata) if metadata is not None else None
-        self._steps.append(Step("retrieval", name, dict(args or {}), result, metadata=meta))
+        self._steps.append(Step(kind, name, dict(args or {}), result, metadata=meta))
         return self
 
     def build(self) -> AgentTrace:

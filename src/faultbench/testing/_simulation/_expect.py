@@ -73,11 +73,12 @@ class Expectation:
         wanted = _names(names)
         called = self._view.tools
         missing = [n for n in wanted if n not in called]
-        return self._check(
+        return self._tools_check(
+            "tools_called",
+            wanted,
             not missing,
-            f"tools_called({', '.join(map(repr, wanted))})",
             f"calls to {', '.join(wanted)} (missing: {', '.join(missing)})",
-            _calls(called),
+            called,
         )
 
     required_tools = tools_called  # Attest's name
@@ -87,11 +88,12 @@ class Expectation:
         banned = _names(names)
         called = self._view.tools
         hit = [n for n in banned if n in called]
-        return self._check(
+        return self._tools_check(
+            "tools_not_called",
+            banned,
             not hit,
-            f"tools_not_called({', '.join(map(repr, banned))})",
             f"no call to {', '.join(banned)} (called: {', '.join(hit)})",
-            _calls(called),
+            called,
         )
 
     forbidden_tools = tools_not_called  # Attest's name
@@ -149,6 +151,11 @@ class Expectation:
             f"{what} under {unit}{limit}{suffix}",
             f"{unit}{got}{suffix}",
         )
+
+    def _tools_check(
+        self, link: str, names: list[str], ok: bool, expected: str, called: list[str]
+    ) -> Expectation:
+        return self._check(ok, f"{link}({', '.join(map(repr, names))})", expected, _calls(called))
 
     def _check(self, ok: bool, link: str, expected: str, received: str) -> Expectation:
         if not ok:
