@@ -13,7 +13,7 @@ from . import agents
 
 
 @pytest.mark.world("worlds/shop.yaml")
-@pytest.mark.faults()
+@pytest.mark.faults
 @pytest.mark.runs(3)
 @pytest.mark.min_pass_rate(1.0)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
