@@ -45,7 +45,7 @@ def _section() -> dict[str, list[str]]:
     body = text.split("## In your own project\n", 1)[1].split("\n## ", 1)[0]
     found: dict[str, list[str]] = {}
     for m in FENCE.finditer(body):
-        found.setdefault(m.group(1), []).append(m.group(2))
+        found.setdefault(m.group(1), []).append(m.group(3))  # (group 2: the fence's tags)
     return found
 
 
