@@ -1,18 +1,19 @@
-"""The careful agent under each framework of this environment over stdio through the pytest
+"""The shop's careful agent under each framework of this environment (Pydantic AI and the
+Agents SDK under mcp 2.x; LangGraph and smolagents under 1.x) over stdio through the pytest
 plugin's `mcp_command` fixture: the server serves each run's own world (its seed, run index
-and the world file's faults), and the world the agent left is read back from its journal."""
+and the world file's faults), and the world the agent left is read back from its journal.
+(Here, not in examples/shop: `uv run pytest examples/shop` is the README's demo.)"""
 
 from __future__ import annotations
 
 import importlib
 
 import pytest
+from examples.shop import agents
+from examples.transports import FRAMEWORKS
 
-from ..transports import FRAMEWORKS
-from . import agents
 
-
-@pytest.mark.world("worlds/shop.yaml")
+@pytest.mark.world("../../examples/shop/worlds/shop.yaml")
 @pytest.mark.faults
 @pytest.mark.runs(3)
 @pytest.mark.min_pass_rate(1.0)
