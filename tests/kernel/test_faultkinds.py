@@ -25,7 +25,7 @@ from faultbench.kernel._faults._kinds import (
     kind,
     kinds_with_option,
 )
-from faultbench.kernel._spec._reader import load_spec, parse_faults, render_faults
+from faultbench.kernel._read._reader import load_spec, parse_faults, render_faults
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP_PATH = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
 from faultbench.kernel._faults._plan import APPLIES_TO
-from faultbench.kernel._spec._faultblock import render_duration
+from faultbench.kernel._read._faultblock import render_duration
 from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
 
 from .test_faults_docs import yaml_blocks

@@ -12,7 +12,7 @@ import pytest
 
 from faultbench.kernel import WorldFileError
 from faultbench.kernel._faults._types import ErrorRule, Latency, RateLimit
-from faultbench.kernel._spec._reader import merged_rule
+from faultbench.kernel._read._reader import merged_rule
 from faultbench.kernel._spec._types import DEFAULT_CLOCK_START
 from faultbench.kernel.lowlevel import load_spec
 
@@ -399,7 +399,7 @@ def test_yaml_merge_keys_and_anchors_are_supported():
 
 
 def test_the_pure_python_parser_gives_the_same_result(monkeypatch):
-    from faultbench.kernel._spec import _yaml
+    from faultbench.kernel._read import _yaml
 
     fast = load_spec(WORLDS / "full.yaml")
     monkeypatch.setattr(_yaml, "_COMPOSERS", (_yaml._PyComposer,))

@@ -6,7 +6,7 @@ import pytest
 
 from faultbench.kernel import WorldFileError
 from faultbench.kernel._faults._types import ErrorRule, FaultRule, Latency, RateLimit
-from faultbench.kernel._spec._reader import merged_rule
+from faultbench.kernel._read._reader import merged_rule
 from faultbench.kernel.lowlevel import load_spec, parse_duration, parse_faults
 
 WORLD = """\

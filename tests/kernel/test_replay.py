@@ -17,7 +17,7 @@ from faultbench.kernel import (
     encode_events,
     replay,
 )
-from faultbench.kernel._spec._reader import render_faults
+from faultbench.kernel._read._reader import render_faults
 
 from .conftest import make_shop_spec
 

@@ -41,17 +41,17 @@ from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
 
 if _typing.TYPE_CHECKING:
-    from ._spec._reader import load_spec as load_spec
-    from ._spec._reader import parse_duration as parse_duration
-    from ._spec._reader import parse_faults as parse_faults
-    from ._spec._reader import render_faults as render_faults
+    from ._read._reader import load_spec as load_spec
+    from ._read._reader import parse_duration as parse_duration
+    from ._read._reader import parse_faults as parse_faults
+    from ._read._reader import render_faults as render_faults
 
 #: public name -> the module it lives in, for names imported on first use (PEP 562)
 _LAZY = {
-    "load_spec": "._spec._reader",
-    "parse_duration": "._spec._reader",
-    "parse_faults": "._spec._reader",
-    "render_faults": "._spec._reader",
+    "load_spec": "._read._reader",
+    "parse_duration": "._read._reader",
+    "parse_faults": "._read._reader",
+    "render_faults": "._read._reader",
 }
 
 

@@ -159,7 +159,7 @@ def parse_rules(
 
     if isinstance(rules, Mapping) and all(isinstance(v, FaultRule) for v in rules.values()):
         return dict(rules)
-    from .._spec._reader import parse_faults
+    from .._read._reader import parse_faults
 
     return parse_faults(rules, spec, source=source)
 

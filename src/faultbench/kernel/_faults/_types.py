@@ -1,6 +1,6 @@
 """Fault rules as written in a world file's `faults:` block, parsed: plain frozen data.
 
-The world-file reader (`_spec/_faultblock.py`) builds them, `WorldSpec.faults` holds them by
+The world-file reader (`_read/_faultblock.py`) builds them, `WorldSpec.faults` holds them by
 key, and the rest of this package (the registry, merging, the plan) reads them. They live
 here, below the spec, so that faults never import the spec.
 """

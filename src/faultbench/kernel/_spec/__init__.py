@@ -1,1 +1,1 @@
-"""World files -> `WorldSpec`: the spec types and the whole world-file reader (YAML, records, operations, seed rows, the fault block, handlers, tools defined in code, tool schemas)."""
+"""What a world is made of: the parsed spec's types, field types and value coercion, tool schemas, handlers, tools defined in code, and seed rows generated from a spec (read by every stage above; the world-file reader is `_read`)."""

@@ -209,7 +209,7 @@ def _check_seed_rows(spec: WorldSpec, first: WorldCreated, log: list[Event]) -> 
 def _load_checked(path: str, first: WorldCreated, strict: bool) -> WorldSpec:
     """The world file at `path`, its digest compared with the log's before it is loaded
     (loading imports its handler modules)."""
-    from .._spec._reader import load_spec, read_world_file
+    from .._read._reader import load_spec, read_world_file
 
     raw = read_world_file(path)
     digest = hashlib.sha256(raw).hexdigest()

@@ -277,7 +277,7 @@ class World:
                 "(and set_faults({}) to start without rules), or set them on "
                 "world.fork(faults=True)."
             )
-        from .._spec._reader import render_faults
+        from .._read._reader import render_faults
 
         block = _as_logged(render_faults(parsed))
         state = self._book.state
@@ -470,6 +470,6 @@ def load_world(
 ) -> World:
     """Load a world file and start a world: `seed` defaults to the file's, `run` selects the
     fault decisions, `faults=False` turns the fault plan off."""
-    from .._spec._reader import load_spec
+    from .._read._reader import load_spec
 
     return World.from_spec(load_spec(path), seed=seed, run=run, faults=faults)

@@ -15,11 +15,11 @@ from typing import Any
 import msgspec
 
 from .._errors import Location
+from .._spec._fieldtypes import TYPE_HELP, _coerce, _expected, _parse_type
+from .._spec._types import WORLD_ATTRIBUTES, FieldSpec, RecordSpec
 from .._text._names import did_you_mean, one_of, plural
 from .._text._show import short_repr
 from ._base import _LoaderBase
-from ._fieldtypes import TYPE_HELP, _coerce, _expected, _parse_type
-from ._types import WORLD_ATTRIBUTES, FieldSpec, RecordSpec
 
 SERVICE_KEYS = ("records", "seed", "operations", "description")
 FIELD_KEYS = ("type", "default", "optional")

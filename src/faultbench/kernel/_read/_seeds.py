@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._spec._fieldtypes import _coerce, _expected
+from .._spec._rows import plan_ids
+from .._spec._types import SeedPlan
 from .._text._keys import id_order
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._base import _LoaderBase
-from ._fieldtypes import _coerce, _expected
-from ._rows import plan_ids
-from ._types import SeedPlan
 
 #: seed rows per record; a slip of the keyboard (`count: 10000000000`) must not hang a load
 MAX_ROWS = 1_000_000

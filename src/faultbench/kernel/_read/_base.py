@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Location
+from .._spec._types import FieldSpec, OperationSpec, RecordSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
-from ._types import FieldSpec, OperationSpec, RecordSpec
 from ._yaml import Document, Position
 
 

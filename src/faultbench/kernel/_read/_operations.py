@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .._spec._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
+from .._spec._types import OperationSpec, ParamSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._base import _LoaderBase
-from ._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
-from ._types import OperationSpec, ParamSpec
 
 OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")

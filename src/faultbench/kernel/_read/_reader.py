@@ -34,6 +34,8 @@ from typing import Any
 from .._errors import SourceError, WorldFileError
 from .._faults._rules import merged_rule
 from .._faults._types import FaultRule
+from .._spec._fieldtypes import _to_datetime
+from .._spec._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WorldSpec
 from .._text._names import did_you_mean
 from .._text._show import short_repr
 from ._faultblock import (
@@ -42,11 +44,9 @@ from ._faultblock import (
     parse_duration,
     render_faults,
 )
-from ._fieldtypes import _to_datetime
 from ._operations import _OperationsLoader
 from ._records import _RecordsLoader
 from ._seeds import _SeedLoader
-from ._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WorldSpec
 from ._yaml import Document, parse_yaml
 
 __all__ = ["load_spec", "merged_rule", "parse_duration", "parse_faults", "render_faults"]
