@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -71,9 +72,14 @@ class Shell:
 
     def run(self, command: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
         start = time.perf_counter()
+        before = set(self.cwd.iterdir())
         done = self._run(command, offline=True)
         if done.returncode != 0 and "network was disabled" in done.stderr + done.stdout:
-            done = self._run(command, offline=False)  # a cache that never saw these packages
+            # A cache that never saw these packages: undo what the offline attempt made (a
+            # `uv init` that succeeded before `uv add` failed) and go online.
+            for made in set(self.cwd.iterdir()) - before:
+                shutil.rmtree(made) if made.is_dir() else made.unlink()
+            done = self._run(command, offline=False)
         self.timings.append((command, time.perf_counter() - start))
         if check and done.returncode != 0:
             raise AssertionError(f"{command} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
