@@ -107,6 +107,8 @@ LOWLEVEL_NAMES = {
     # a fault_inject wrapper inside a world's tool charges the running call
     "running_call",
     "ToolCharges",
+    # serve --events: the journal is the acknowledgement (a change it cannot write is undone)
+    "watch_log",
 }
 
 

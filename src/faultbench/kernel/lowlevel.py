@@ -39,6 +39,7 @@ from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
+from ._world._watch import watch_log as watch_log
 
 if _typing.TYPE_CHECKING:
     from ._read._reader import load_spec as load_spec
@@ -85,4 +86,5 @@ __all__ = [
     "running_call",
     "show_repr",
     "to_utc",
+    "watch_log",
 ]

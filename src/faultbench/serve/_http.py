@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
+from ._journal import JournalError
 from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
 from ._server import SESSION_HEADER, WorldServer
 
@@ -179,6 +180,24 @@ async def _full(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
     await response(scope, receive, send)
 
 
+_SESSION_KEY = SESSION_HEADER.encode()
+_BODY_HEADERS = {b"content-length", b"content-type", b"transfer-encoding", _SESSION_KEY}
+
+
+async def _unjournaled(scope: Scope, receive: Receive, send: Send, exc: JournalError) -> None:
+    message = (
+        f"This faultbench server (--isolate --events) cannot give this MCP session a world: "
+        f"{exc.cause}, opening {exc.path.name}. Try again once sessions have ended or space "
+        "was freed."
+    )
+    response = JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
+        status_code=503,
+        headers={"Retry-After": "10"},
+    )
+    await response(scope, receive, send)
+
+
 class SessionTracker:
     """ASGI middleware (with --isolate): keeps `Control.live`, the MCP sessions open now,
     from the HTTP exchanges at the MCP endpoint, and frees a session's world when it ends.
@@ -207,6 +226,7 @@ class SessionTracker:
         self.idle_s = idle_s
         self.clock = clock
         self.in_flight: dict[str, int] = {}  # session -> its requests being answered now
+        self.opening = 0  # requests without a session being answered now (each may open one)
         self.idle_since: dict[str, float] = {}  # session -> when its last request ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -219,22 +239,41 @@ class SessionTracker:
             return
         session = Headers(scope=scope).get(SESSION_HEADER)
         status = 0
+        refused: str | None = None  # a new session whose journal could not be opened
 
         async def watch(message: Message) -> None:
-            nonlocal status
+            nonlocal status, refused
+            if refused is not None:
+                return  # the SDK's answer is replaced by the 503 already sent
             if message["type"] == "http.response.start":
                 status = message["status"]
                 given = Headers(raw=message.get("headers") or []).get(SESSION_HEADER)
                 if session is None and given is not None and 200 <= status < 300:
-                    self.opened(given)
+                    try:
+                        self.opened(given)
+                    except JournalError as exc:
+                        refused = given
+                        await _unjournaled(scope, receive, send, exc)
+                        return
             await send(message)
 
-        if session is None and len(self.control.live) >= self.max_sessions:
-            await _full(scope, receive, send, self.max_sessions)
+        if session is None:
+            # Requests that may open a session are counted while the SDK answers them, so
+            # that concurrent ones cannot take the server past its limit.
+            if len(self.control.live) + self.opening >= self.max_sessions:
+                await _full(scope, receive, send, self.max_sessions)
+                return
+            self.opening += 1
+            try:
+                await self.app(scope, receive, watch)
+            finally:
+                self.opening -= 1
+            if refused is not None:
+                await self._end_in_sdk(scope, refused)
             return
-        if session is None or session not in self.control.live:
+        if session not in self.control.live:
             await self.app(scope, receive, watch)
-            if status == 404 and session is not None:
+            if status == 404:
                 self.closed(session)
             return
         self.in_flight[session] = self.in_flight.get(session, 0) + 1
@@ -249,6 +288,27 @@ class SessionTracker:
                 self.idle_since[session] = self.clock()
         if status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300):
             self.closed(session)
+
+    async def _end_in_sdk(self, scope: Scope, session: str) -> None:
+        """End a session the SDK opened and we refused (a DELETE of it, as a client would
+        send), so the SDK does not keep it until it idles out."""
+        headers = [(k, v) for k, v in scope["headers"] if k not in _BODY_HEADERS]
+        delete = {
+            **scope,
+            "method": "DELETE",
+            "headers": [*headers, (_SESSION_KEY, session.encode())],
+        }
+
+        async def nothing() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            pass
+
+        try:
+            await self.app(delete, nothing, discard)
+        except Exception:  # best effort: the SDK idles it out anyway
+            log.warning("could not end the refused MCP session %s", session, exc_info=True)
 
     def opened(self, session: str) -> None:
         self.control.session_opened(session)
