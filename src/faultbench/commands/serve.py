@@ -74,7 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write every event to FILE as JSON Lines, flushed before each call is answered "
         "(replay it with `faultbench replay FILE`); the file is truncated on start. With "
-        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl)",
+        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl). "
+        "A call or control action the file cannot take (disk full, too many open files) "
+        "is not made and is answered with a server error",
+    )
+    parser.add_argument(
+        "--fsync",
+        action="store_true",
+        help="with --events: fsync the file before each answer, so acknowledged calls "
+        "survive a power loss too (slower: see benchmarks/bench_journal.py)",
     )
     parser.add_argument(
         "--isolate",
@@ -116,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                 "and its control API (and a world file runs Python). Pass --token SECRET or "
                 "set FAULTBENCH_TOKEN; clients then send 'Authorization: Bearer SECRET'."
             )
+    if args.fsync and not args.events:
+        return _usage("--fsync only applies with --events FILE.")
     if args.faults is not None and args.no_faults:
         return _usage("--faults and --no-faults exclude each other.")
     if not 0 <= args.port <= 65535:
@@ -140,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     import trio
 
-    from faultbench.serve import Journals, build_server
+    from faultbench.serve import JournalError, Journals, build_server
 
     server = build_server(world, isolate=args.isolate)
     sock = None
@@ -155,11 +165,11 @@ def run(args: argparse.Namespace) -> int:
     journal = None
     if args.events:
         try:
-            journal = Journals(args.events, world).attach(server)
-        except OSError as exc:
+            journal = Journals(args.events, world, fsync=args.fsync).attach(server)
+        except JournalError as exc:
             if sock is not None:
                 sock.close()
-            print(f"faultbench serve: cannot write --events {args.events}: {exc}", file=sys.stderr)
+            print(f"faultbench serve: {exc.summary}", file=sys.stderr)
             return 2
     try:
         if args.http:
@@ -208,8 +218,33 @@ def _configure_logging(verbose: bool) -> None:
         logger.handlers[:] = [handler]
         logger.propagate = False
     logging.getLogger("faultbench").setLevel(logging.INFO if verbose else logging.WARNING)
+    # trio logs every failed accept (EMFILE at the file limit) with a traceback, ten times a
+    # second: one line a minute says it.
+    accept = logging.getLogger("trio.serve_listeners")
+    accept.handlers[:] = [handler]
+    accept.propagate = False
+    accept.addFilter(_Quieter(60.0))
     # The SDK logs every session and request at INFO; only its warnings are ours to show.
     logging.getLogger("mcp").setLevel(logging.WARNING)
+
+
+class _Quieter(logging.Filter):
+    """Drops tracebacks, and a message already let through in the last `every` seconds."""
+
+    def __init__(self, every: float):
+        super().__init__()
+        self.every = every
+        self.last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import time
+
+        record.exc_info, record.exc_text = None, None
+        now, key = time.monotonic(), str(record.msg)
+        if now - self.last.get(key, -self.every) < self.every:
+            return False
+        self.last[key] = now
+        return True
 
 
 async def _on_signal(stop: Callable[[], object]) -> None:

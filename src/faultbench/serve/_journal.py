@@ -35,7 +35,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -56,12 +56,18 @@ class JournalError(Exception):
         name = errno.errorcode.get(exc.errno or 0, "")
         reason = exc.strerror or str(exc)
         self.cause = f"{reason} ({name})" if name else reason
+        #: what failed, in one line
+        self.summary = f"cannot {doing} the event journal {path} (--events): {self.cause}"
         super().__init__(
-            f"cannot {doing} the event journal {path} (--events): {self.cause}. The change "
-            "was not made; this world refuses changes until its journal can be written again."
+            f"{self.summary}. The change was not made; this world refuses changes until its "
+            "journal can be written again."
         )
         self.path = path
         self.errno = exc.errno
+
+
+#: how a journal file is opened: for writing, truncated
+Opener = Callable[[Path], BinaryIO]
 
 
 def _open(path: Path) -> BinaryIO:
@@ -80,12 +86,14 @@ class Journal:
         *,
         fsync: bool = False,
         file: BinaryIO | None = None,
+        opener: Opener | None = None,
     ):
         self.path = Path(path)
         self.world = world
         self.fsync = fsync
+        self._opener = opener or _open
         try:
-            self._file: BinaryIO | None = _open(self.path) if file is None else file
+            self._file: BinaryIO | None = self._opener(self.path) if file is None else file
         except OSError as exc:
             raise JournalError(self.path, exc, "open") from None
         self._size = 0  # bytes of whole lines in the file
@@ -139,7 +147,7 @@ class Journal:
 
     def _writable(self) -> BinaryIO:
         if self._file is None:  # the file was deleted: start a new one, with the whole log
-            self._file = _open(self.path)
+            self._file = self._opener(self.path)
             self._size, self._cut, self._written = 0, False, ()
         if self._cut and not self._repair():
             raise OSError(errno.EIO, "cannot cut off the end of a failed write")
@@ -192,12 +200,25 @@ def _shared_prefix(a: Sequence[Event], b: Sequence[Event]) -> int:
 class Journals:
     """The journals of a server: its shared world and, with --isolate, each session's."""
 
-    def __init__(self, path: str | os.PathLike[str], world: World, *, fsync: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        world: World,
+        *,
+        fsync: bool = False,
+        opener: Opener | None = None,
+    ):
+        """`opener(path)` opens a journal file for writing, truncated (default: unbuffered
+        `open(path, "wb")`; tests pass one whose files fail on purpose)."""
         self.path = Path(path)
         self.fsync = fsync
-        self._by_world: dict[int, Journal] = {id(world): Journal(self.path, world, fsync=fsync)}
+        self._opener = opener or _open
+        self._by_world: dict[int, Journal] = {
+            id(world): Journal(self.path, world, fsync=fsync, opener=self._opener)
+        }
         #: files opened for sessions that have no world yet (it is made on first use)
         self._reserved: dict[str, tuple[Path, BinaryIO]] = {}
+        self._refusing = False  # the last session's file could not be opened
 
     def session_path(self, session: str) -> Path:
         safe = "".join(c for c in session if c.isalnum() or c in "-_")[:64] or "session"
@@ -210,11 +231,16 @@ class Journals:
             return
         path = self.session_path(session)
         try:
-            self._reserved[session] = (path, _open(path))
+            self._reserved[session] = (path, self._opener(path))
         except OSError as exc:
             error = JournalError(path, exc, "open")
-            log.error("session refused: %s", error)
+            if not self._refusing:  # once, until a session's file opens again
+                log.error("refusing new MCP sessions: %s", error.summary)
+            self._refusing = True
             raise error from None
+        if self._refusing:
+            log.warning("new MCP sessions are journaled again (%s)", path.name)
+            self._refusing = False
 
     def release(self, session: str) -> None:
         """A session ended before it had a world: close the file opened for it."""
@@ -226,7 +252,9 @@ class Journals:
         """Journal a session's new world; raises `JournalError` (and journals nothing) if
         its file cannot be opened or written."""
         path, file = self._reserved.pop(session, (self.session_path(session), None))
-        self._by_world[id(world)] = Journal(path, world, fsync=self.fsync, file=file)
+        self._by_world[id(world)] = Journal(
+            path, world, fsync=self.fsync, file=file, opener=self._opener
+        )
 
     def journal_of(self, world: World) -> Journal | None:
         return self._by_world.get(id(world))
