@@ -37,13 +37,17 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO, Protocol
 
 from faultbench.kernel import Event, LogRewound, World, encode_events
 from faultbench.kernel.lowlevel import watch_log
 
-if TYPE_CHECKING:
-    from ._server import WorldServer
+
+class _MakesWorlds(Protocol):
+    """What `Journals.attach` needs of a `WorldServer` (which imports this module)."""
+
+    on_new_world: list[Callable[[str, World], None]]
+
 
 log = logging.getLogger("faultbench.serve")
 
@@ -271,7 +275,7 @@ class Journals:
         for session in list(self._reserved):
             self.release(session)
 
-    def attach(self, server: WorldServer) -> Journals:
+    def attach(self, server: _MakesWorlds) -> Journals:
         """Log every session world `server` creates (the shared world is logged already)."""
         server.on_new_world.append(self.add_session)
         return self
