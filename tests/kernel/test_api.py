@@ -109,6 +109,8 @@ LOWLEVEL_NAMES = {
     "ToolCharges",
     # serve --events: the journal is the acknowledgement (a change it cannot write is undone)
     "watch_log",
+    # a world file or log a command is pointed at: regular files only, bounded
+    "read_bounded",
 }
 
 

@@ -26,6 +26,7 @@ from ._inspect._diff import format_event as format_event
 from ._inspect._pins import FaultPin as FaultPin
 from ._inspect._pins import faults_received as faults_received
 from ._inspect._pins import pin_block as pin_block
+from ._read._files import read_bounded as read_bounded
 from ._spec._code import add_tools as add_tools
 from ._spec._code import empty_spec as empty_spec
 from ._spec._rows import generate_rows as generate_rows
@@ -82,6 +83,7 @@ __all__ = [
     "parse_duration",
     "parse_faults",
     "pin_block",
+    "read_bounded",
     "render_faults",
     "running_call",
     "show_repr",
