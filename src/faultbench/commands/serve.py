@@ -91,6 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "session ends (the control API then takes ?session=MCP_SESSION_ID)",
     )
     parser.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --http: MCP sessions open at once (default: 1000); a new one past it gets "
+        "HTTP 503 until one ends (sessions with no request for 30 minutes end by themselves)",
+    )
+    parser.add_argument(
         "--token",
         default=None,
         help="with --http: require 'Authorization: Bearer TOKEN' on every request "
@@ -107,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             ("--isolate", args.isolate),
             ("--port", args.port != 8000),
             ("--token", args.token is not None),
+            ("--max-sessions", args.max_sessions is not None),
         ):
             if value:
                 return _usage(f"{flag} only applies with --http.")
@@ -128,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--fsync only applies with --events FILE.")
     if args.faults is not None and args.no_faults:
         return _usage("--faults and --no-faults exclude each other.")
+    if args.max_sessions is not None and args.max_sessions < 1:
+        return _usage(
+            f"Expected --max-sessions of 1 or more. Instead, received: {args.max_sessions}"
+        )
     if not 0 <= args.port <= 65535:
         return _usage(f"Expected --port between 0 and 65535. Instead, received: {args.port}")
 
@@ -295,7 +308,13 @@ async def _serve_http(
 
     from faultbench.serve import build_app, serve_http
 
-    app = build_app(server, host=args.host, token=args.token, journal=journal)
+    app = build_app(
+        server,
+        host=args.host,
+        token=args.token,
+        journal=journal,
+        max_sessions=args.max_sessions,
+    )
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
 

@@ -140,7 +140,7 @@ class Control:
     def session_opened(self, session: str) -> None:
         """A session began. With --events, its journal file is opened now: raises
         `JournalError` if it cannot be (the session is then refused)."""
-        if self.journal is not None:
+        if self.journal is not None and self.server.isolate:
             self.journal.reserve(session)
         self.live.add(session)
 

@@ -59,8 +59,8 @@ def is_loopback(host: str) -> bool:
 def security_settings(host: str) -> TransportSecuritySettings:
     """Host/Origin checks (DNS-rebinding protection) for a server bound to `host`.
 
-    Loopback: only loopback names are accepted, as the SDK does by default. A specific
-    non-loopback address: that address and the loopback names. A wildcard bind (0.0.0.0,
+    The loopback names (127.0.0.1, localhost, [::1]) and the address bound (say 127.0.0.2,
+    or a specific non-loopback address) are accepted. A wildcard bind (0.0.0.0,
     ::): the Host header cannot be known in advance, so the check is off and the bearer
     token (required for any non-loopback bind) is what keeps other sites out.
     """
@@ -71,8 +71,8 @@ def security_settings(host: str) -> TransportSecuritySettings:
     bare = host.strip("[]")
     if bare in ("0.0.0.0", "::"):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if not is_loopback(host):
-        name = f"[{bare}]" if ":" in bare else bare
+    name = f"[{bare}]" if ":" in bare else bare
+    if name not in hosts:  # the address bound, loopback (127.0.0.2) or not, is a Host too
         hosts += [name, f"{name}:*"]
         origins += [f"http://{name}", f"http://{name}:*", f"https://{name}", f"https://{name}:*"]
     return TransportSecuritySettings(
@@ -122,9 +122,11 @@ def build_app(
     host: str = "127.0.0.1",
     token: str | None = None,
     journal: Journals | None = None,
+    max_sessions: int | None = None,
 ) -> ASGIApp:
     """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`.
 
+    At most `max_sessions` MCP sessions are open at once (default `MAX_SESSIONS`).
     Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
     would be open to anyone who can reach the port.
     """
@@ -145,11 +147,11 @@ def build_app(
         host=host,
         routes=control.routes(),
     )
-    if server.isolate:
-        # Per-session worlds are freed when their session ends; only isolating servers pay
-        # for the extra middleware layer.
-        server.open_sessions = control.live
-        app = SessionTracker(app, control)
+    # Open sessions are counted (and capped at `max_sessions`) with or without --isolate:
+    # each holds memory in the SDK until it ends or idles out. With --isolate, a session's
+    # world is freed when it ends.
+    server.open_sessions = control.live if server.isolate else None
+    app = SessionTracker(app, control, max_sessions=max_sessions or MAX_SESSIONS)
     return _Guard(app, token=token, security=security)
 
 
@@ -161,14 +163,14 @@ SESSION_IDLE_S = 30 * 60
 _IDLE_MARGIN_S = 60
 
 
-#: open MCP sessions an isolating server holds (each with its own world); a new one past this
-#: is refused with 503 until one ends
+#: open MCP sessions a server holds by default (`serve --max-sessions`; with --isolate each has
+#: its own world); a new one past this is refused with 503 until one ends
 MAX_SESSIONS = 1000
 
 
 async def _full(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
     message = (
-        f"This faultbench server (--isolate) holds {limit} open MCP sessions, its limit. "
+        f"This faultbench server holds {limit} open MCP sessions, its limit (--max-sessions). "
         "Expected clients to end their sessions (DELETE /mcp, which mcp.Client does on "
         "close); sessions with no request for 30 minutes end by themselves."
     )
