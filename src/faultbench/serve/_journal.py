@@ -201,6 +201,20 @@ def _shared_prefix(a: Sequence[Event], b: Sequence[Event]) -> int:
     return max(lo, 1)  # event 0 (WorldCreated) is never undone
 
 
+#: file descriptors an --isolate server keeps free of session journals
+SPARE_FDS = 16
+
+
+def _fd_limit() -> int:
+    """The soft limit on open files (`ulimit -n`), or a huge number where there is none."""
+    try:
+        import resource
+    except ImportError:  # not a Unix: no limit known
+        return 1 << 30
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if soft != resource.RLIM_INFINITY else 1 << 30
+
+
 class Journals:
     """The journals of a server: its shared world and, with --isolate, each session's."""
 
@@ -235,7 +249,15 @@ class Journals:
             return
         path = self.session_path(session)
         try:
-            self._reserved[session] = (path, self._opener(path))
+            file = self._opener(path)
+            if file.fileno() >= _fd_limit() - SPARE_FDS:
+                # File descriptors are numbered lowest first: this one says how many are
+                # open. The last few stay for the server's own needs (accepting a request,
+                # importing a module on a session's first call).
+                file.close()
+                path.unlink(missing_ok=True)
+                raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+            self._reserved[session] = (path, file)
         except OSError as exc:
             error = JournalError(path, exc, "open")
             if not self._refusing:  # once, until a session's file opens again
