@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import faultbench
 from faultbench.cli import main
-from faultbench.kernel import encode_events
+from faultbench.kernel import decode_events, encode_events
 
 from .test_replay import SHOP
 
@@ -214,16 +215,22 @@ def test_a_world_name_past_255_bytes_is_a_clean_refusal(recorded, tmp_path, caps
     assert "no such world file" in capsys.readouterr().err
 
 
-def test_invalid_utf8_in_a_log_is_named_by_line(recorded, tmp_path, capsys):
+@pytest.mark.parametrize("where", ["in a key", "at the start"])
+def test_invalid_utf8_in_a_log_is_named_by_line(recorded, tmp_path, capsys, where):
     world_file, log, _ = recorded
     data = log.read_bytes().splitlines(keepends=True)
-    data[2] = data[2].replace(b'"', b'"\xff\xfe', 1)
+    if where == "in a key":
+        data[2] = data[2].replace(b'"', b'"\xff\xfe', 1)
+    else:  # msgspec raised UnicodeDecodeError here, a traceback
+        data[2] = b"\x80" + data[2]
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(data))
     assert main(["replay", str(bad), "--world", str(world_file)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:3:" in err
     assert "Traceback" not in err
+    with pytest.raises(msgspec.DecodeError, match="line 3"):
+        decode_events(bad.read_bytes())
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory"])

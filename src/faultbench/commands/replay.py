@@ -128,8 +128,14 @@ def read_events(
         try:
             ev = decoder.decode(line)
             add_log_line(events, ev, lineno)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+            why = (
+                "nested too deeply"
+                if isinstance(exc, RecursionError)
+                else f"not UTF-8: byte 0x{exc.object[exc.start]:02x}"
+                if isinstance(exc, UnicodeDecodeError)
+                else str(exc)
+            )
             if torn and lineno == len(rows):
                 _broken(
                     f"{path}:{lineno}: the log breaks off here: its last line is cut short "
