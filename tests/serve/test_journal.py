@@ -284,3 +284,47 @@ def test_sessions_whose_journal_cannot_be_opened_are_refused_at_creation(tmp_pat
         logged = {r["total"] for r in replayed(tmp_path / f"events.{sid}.jsonl").orders.all()}
         assert totals <= logged
     assert "Traceback" not in server.stderr
+
+
+async def test_a_refused_session_is_ended_in_the_sdk_too(tmp_path):
+    """The SDK opened the session before the journal refused it: it is ended there as well
+    (a DELETE), so it holds nothing until it idles out, and its id is unknown afterwards."""
+    import httpx2
+
+    from faultbench.serve import build_app, serve_http
+
+    main = tmp_path / "events.jsonl"
+    tried: list[Path] = []
+
+    def opener(path: Path):
+        if path != main:
+            tried.append(path)
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return open(path, "wb", buffering=0)
+
+    import trio
+
+    world = rule_free_shop()
+    server = build_server(world, isolate=True)
+    journals = Journals(main, world, opener=opener).attach(server)
+    app = build_app(server, journal=journals)
+    stop = trio.Event()
+    headers = {"accept": "application/json, text/event-stream"}
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(lambda task_status: serve_http(
+            app, port=0, shutdown=stop.wait, task_status=task_status))  # fmt: skip
+        async with httpx2.AsyncClient(timeout=10) as http:
+            init = await http.post(url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "0"}}})  # fmt: skip
+            refused_id = tried[0].name.split(".")[1]
+            ping = await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                headers={**headers, "mcp-session-id": refused_id,
+                         "mcp-protocol-version": "2025-11-25"})  # fmt: skip
+        stop.set()
+    assert init.status_code == 503
+    assert init.headers.get("mcp-session-id") is None
+    assert "Too many open files (EMFILE)" in init.json()["error"]["message"]
+    assert ping.status_code == 404
+    assert server.sessions == {}
