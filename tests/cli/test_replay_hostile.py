@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import faultbench
 from faultbench.cli import main
-from faultbench.kernel import encode_events
+from faultbench.kernel import decode_events, encode_events
 
 from .test_replay import SHOP
 
@@ -167,3 +168,99 @@ def test_a_time_past_9999_in_utc_is_refused_by_line(recorded, tmp_path, capsys, 
     assert "Traceback" not in err
     assert "Overflow" not in err
     assert ("outside the calendar in UTC" in err) or (f"is stamped {late}" in err)
+
+
+# --- issue 25: replay that cannot be steered, and reads only what it should -------------------
+
+
+@pytest.mark.parametrize("digest", ["", None, "not-a-digest", "0" * 63])
+def test_beside_the_log_needs_the_digest_the_log_carries(recorded, tmp_path, capsys, digest):
+    world_file, _, rows = recorded
+    marker = tmp_path / "ran"
+    (tmp_path / "payload.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\ndef op(world, clock):\n    return 1\n"
+    )
+    world_file.write_text(
+        world_file.read_text() + "      hook: { kind: custom, handler: payload.op }\n"
+    )
+    if digest is None:
+        del rows[0]["digest"]
+    else:
+        rows[0]["digest"] = digest
+    crafted = write(tmp_path / "crafted.jsonl", rows)
+    assert main(["replay", str(crafted), "--world-beside-log"]) == 2
+    err = capsys.readouterr().err
+    assert "carries no SHA-256 digest" in err
+    assert "--world WORLD" in err
+    assert not marker.exists()  # the file beside the log was never loaded
+
+
+def test_a_log_naming_a_secret_without_digest_never_prints_it(recorded, tmp_path, capsys):
+    _, _, rows = recorded
+    (tmp_path / "secret.txt").write_text("password: hunter2\n")
+    rows[0]["path"] = "secret.txt"
+    rows[0]["digest"] = ""
+    crafted = write(tmp_path / "crafted.jsonl", rows)
+    assert main(["replay", str(crafted), "--world-beside-log"]) == 2
+    assert "hunter2" not in capsys.readouterr().err
+
+
+def test_a_world_name_past_255_bytes_is_a_clean_refusal(recorded, tmp_path, capsys):
+    _, _, rows = recorded
+    rows[0]["path"] = "w" * 300 + ".yaml"
+    crafted = write(tmp_path / "crafted.jsonl", rows)
+    assert main(["replay", str(crafted), "--world-beside-log"]) == 2
+    assert "longer than 255 bytes" in capsys.readouterr().err
+    assert main(["replay", str(crafted), "--world", "w" * 300]) == 2
+    assert "no such world file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["in a key", "at the start"])
+def test_invalid_utf8_in_a_log_is_named_by_line(recorded, tmp_path, capsys, where):
+    world_file, log, _ = recorded
+    data = log.read_bytes().splitlines(keepends=True)
+    if where == "in a key":
+        data[2] = data[2].replace(b'"', b'"\xff\xfe', 1)
+    else:  # msgspec raised UnicodeDecodeError here, a traceback
+        data[2] = b"\x80" + data[2]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(data))
+    assert main(["replay", str(bad), "--world", str(world_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:3:" in err
+    assert "Traceback" not in err
+    with pytest.raises(msgspec.DecodeError, match="line 3"):
+        decode_events(bad.read_bytes())
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "directory"])
+def test_logs_and_world_files_that_are_not_regular_files_are_refused(
+    recorded, tmp_path, capsys, kind
+):
+    import os
+
+    world_file, log, _ = recorded
+    if kind == "fifo":
+        special = tmp_path / "special"
+        os.mkfifo(special)  # no writer ever comes: reading it would block forever
+    elif kind == "dev_zero":
+        special = Path("/dev/zero")  # read whole, it never ends
+    else:
+        special = tmp_path
+    refused = "is a directory" if kind == "directory" else "not a regular file"
+    assert main(["replay", str(special), "--world", str(world_file)]) == 2
+    assert refused in capsys.readouterr().err
+    assert main(["replay", str(log), "--world", str(special)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    assert main(["check", str(special)]) == 2
+    assert refused in capsys.readouterr().err
+
+
+def test_a_log_over_the_size_limit_is_refused_before_it_is_read(recorded, tmp_path, capsys):
+    world_file, log, _ = recorded
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as fh:
+        fh.write(log.read_bytes())
+        fh.truncate(2 * 2**20)  # sparse: 2 MiB of NUL bytes after the log
+    assert main(["replay", str(big), "--world", str(world_file), "--max-size", "1"]) == 2
+    assert "larger than 1 MiB" in capsys.readouterr().err

@@ -107,6 +107,10 @@ LOWLEVEL_NAMES = {
     # a fault_inject wrapper inside a world's tool charges the running call
     "running_call",
     "ToolCharges",
+    # serve --events: the journal is the acknowledgement (a change it cannot write is undone)
+    "watch_log",
+    # a world file or log a command is pointed at: regular files only, bounded
+    "read_bounded",
 }
 
 

@@ -28,7 +28,7 @@ def nested(depth: int) -> dict:
 class ServeProcess:
     """`faultbench serve ... --http --port 0` in a subprocess; `url` once it listens."""
 
-    def __init__(self, *args: str, env: dict | None = None):
+    def __init__(self, *args: str, env: dict | None = None, preexec_fn=None):
         # Unbuffered: a buffered readline can take two lines off the pipe at once, and
         # select() would then wait for the second one, already read, until the deadline.
         self.proc = subprocess.Popen(
@@ -38,6 +38,7 @@ class ServeProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})},
+            preexec_fn=preexec_fn,  # e.g. a lower file limit (ulimit -n)
         )
         self.stderr_lines: list[str] = []
         deadline = time.monotonic() + 30

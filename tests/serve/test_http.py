@@ -36,15 +36,16 @@ JSONRPC_HEADERS = {"accept": "application/json, text/event-stream"}
 
 
 @asynccontextmanager
-async def running(world, events=None, **kw):
+async def running(world, events=None, *, host="127.0.0.1", max_sessions=None, **kw):
     """`world` served over HTTP by Hypercorn on a free port, in this (trio) process, its
     events written to `events` as `--events` does."""
     server = build_server(world, **kw)
     journal = Journals(events, world).attach(server) if events else None
-    app = build_app(server, journal=journal)
+    app = build_app(server, host=host, journal=journal, max_sessions=max_sessions)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        url = await nursery.start(partial(serve_http, app, port=0, shutdown=stop.wait))
+        serve = partial(serve_http, app, host=host, port=0, shutdown=stop.wait)
+        url = await nursery.start(serve)
         try:
             yield SimpleNamespace(url=url, base=url.removesuffix("/mcp"), server=server)
         finally:

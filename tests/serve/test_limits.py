@@ -132,11 +132,10 @@ async def test_the_session_limit_answers_503_over_http():
 def test_the_journal_only_grows_and_replays_resets_and_restores(tmp_path):
     world = faultbench.load_world(SHOP)
     path = tmp_path / "run.jsonl"
-    journal = Journal(path, world)
+    Journal(path, world)  # watches the world from here on
     sizes = []
 
     def step():
-        journal.sync()
         size = path.stat().st_size
         assert not sizes or size >= sizes[-1]  # never rewritten
         sizes.append(size)
@@ -161,3 +160,66 @@ def test_the_journal_only_grows_and_replays_resets_and_restores(tmp_path):
     assert path.read_text().count('"type":"LogRewound"') == 3
     replayed = faultbench.replay(SHOP, path)
     assert replayed.state_hash() == world.state_hash()
+
+
+# --- issue 25: caps that hold under concurrency, with or without --isolate ---------------------
+
+
+class SlowMcp(FakeMcp):
+    """The SDK answering `initialize` after a few scheduler passes, as a real one does: many
+    requests are in flight before any of them is answered."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        for _ in range(5):
+            await trio.sleep(0)
+        await super().__call__(scope, receive, send)
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+async def test_the_session_cap_is_exact_with_30_clients_racing(isolate):
+    server = build_server(rule_free_shop(), isolate=isolate)
+    ctl = Control(server)
+    tracker = SessionTracker(SlowMcp(), ctl, max_sessions=10)
+    async with trio.open_nursery() as nursery:
+        for _ in range(30):
+            nursery.start_soon(exchange, tracker, "POST")
+    assert len(ctl.live) == 10  # not one more, however the 30 interleave
+    assert tracker.opening == 0
+
+
+async def test_the_cap_holds_over_http_without_isolate(tmp_path):
+    import faultbench.serve._http as http_module
+
+    async with running(rule_free_shop(), max_sessions=5) as server:
+        statuses = []
+
+        async def open_one(http):
+            answer = await http.post(
+                server.url,
+                headers={"accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "race", "version": "0"}}},
+            )  # fmt: skip
+            statuses.append(answer.status_code)
+            if answer.status_code == 503:
+                assert "5 open MCP sessions" in answer.json()["error"]["message"]
+
+        async with httpx2.AsyncClient(timeout=30) as http, trio.open_nursery() as nursery:
+            for _ in range(30):
+                nursery.start_soon(open_one, http)
+        assert sorted(statuses) == [200] * 5 + [503] * 25
+        listed = (await control(server.base, "GET", "sessions")).json()
+        assert listed == {"isolate": False, "sessions": listed["sessions"]}
+        assert len(listed["sessions"]) == 5
+    assert http_module.MAX_SESSIONS == 1000  # the documented default
+
+
+async def test_any_loopback_address_bound_is_accepted_as_host():
+    async with running(rule_free_shop(), host="127.0.0.2") as server:
+        assert "127.0.0.2" in server.url
+        for host in ("127.0.0.2", server.base.removeprefix("http://"), "localhost"):
+            answer = await control(server.base, "GET", "clock", headers={"host": host})
+            assert answer.status_code == 200, host
+        evil = await control(server.base, "GET", "clock", headers={"host": "127.0.0.3"})
+        assert evil.status_code == 421

@@ -200,3 +200,81 @@ def test_mutated_event_logs_exit_0_1_or_2_without_a_traceback(tmp_path):
     )
     assert not tracebacks, tracebacks[:3]
     assert set(codes) <= {0, 1, 2}
+
+
+def test_logs_steering_replay_beside_them_are_refused_without_a_traceback(tmp_path):
+    """Issue 25: `--world-beside-log` with crafted digests, names and bytes. Exit 0, 1 or 2;
+    never a traceback, a hang, the contents of a file the log points at, or an import of a
+    handler the log's digest does not vouch for."""
+    import json
+    import os
+    import shutil
+
+    from tests.serve.serve_helpers import SHOP
+
+    world_file = tmp_path / "shop.yaml"
+    shutil.copy(SHOP, world_file)
+    shutil.copy(SHOP.parent / "shop_handlers.py", tmp_path / "shop_handlers.py")
+    world = faultbench.load_world(world_file)
+    for i in range(10):
+        world.call("update_order", {"id": str(i % 3 + 1), "status": "delivered"})
+    good = [json.loads(x) for x in encode_events(world.events).splitlines()]
+    (tmp_path / "secret.txt").write_text("password: hunter2\n")
+    marker = tmp_path / "ran"
+    (tmp_path / "payload.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\ndef op(world, clock):\n    return 1\n"
+    )
+    (tmp_path / "evil.yaml").write_text(
+        "name: shop\nservices:\n  s:\n    records: {order: {status: str}}\n"
+        "    operations: {pay: {kind: custom, handler: payload.op}}\n"
+    )
+    os.mkfifo(tmp_path / "fifo.yaml")
+    rng = random.Random(25)
+    n = size(60, 1500)
+    codes: dict[int, int] = {}
+    tracebacks, leaks = [], 0
+    log = tmp_path / "log.jsonl"
+    for _ in range(n):
+        rows = [dict(r) for r in good]
+        first = rows[0]
+        op = rng.randrange(6)
+        if op == 0:
+            first.pop("digest", None) if rng.random() < 0.5 else first.update(digest="")
+        elif op == 1:
+            first["digest"] = rng.choice(["x" * 64, "0" * 64, "DEADBEEF", 7, None])
+        if op <= 2 or rng.random() < 0.5:
+            first["path"] = rng.choice(
+                ["secret.txt", "evil.yaml", "fifo.yaml", "w" * 300, "a\x00b", "..", "", 5,
+                 "../../etc/passwd", "/dev/zero", str(world_file)]
+            )  # fmt: skip
+        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        if op == 4:  # bytes that are not UTF-8, somewhere
+            at = rng.randrange(len(data))
+            data = data[:at] + bytes([rng.choice([0xFF, 0xC0, 0x80])]) + data[at:]
+        elif op == 5:  # cut anywhere
+            data = data[: rng.randrange(len(data))]
+        log.write_bytes(data)
+        err = io.StringIO()
+        argv = ["replay", str(log), "--world-beside-log"]
+        if rng.random() < 0.2:
+            argv = ["replay", str(log), "--world", str(world_file)]
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                signal.alarm(30)  # a FIFO read would block: fail instead of hanging
+                try:
+                    code = main(argv)
+                finally:
+                    signal.alarm(0)
+        except Exception as exc:
+            tracebacks.append(f"{type(exc).__name__}: {exc}")
+            continue
+        leaks += "hunter2" in err.getvalue()
+        codes[code] = codes.get(code, 0) + 1
+    print(
+        f"\nsteering logs tried: {n}, exit codes: {dict(sorted(codes.items()))}, tracebacks: "
+        f"{len(tracebacks)}, leaks: {leaks}, handlers imported: {int(marker.exists())}"
+    )
+    assert not tracebacks, tracebacks[:3]
+    assert set(codes) <= {0, 1, 2}
+    assert leaks == 0
+    assert not marker.exists()

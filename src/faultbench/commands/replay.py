@@ -7,13 +7,16 @@ replay against).
 
 A log is data: it never chooses the code that runs. The world file comes from `--world`, or,
 with `--world-beside-log`, is the file the log names looked up in the log's own folder; its
-digest is compared with the log's before it is loaded (loading imports its handlers).
+digest is compared with the log's before it is loaded (loading imports its handlers), and a
+log that carries no digest is refused. Logs and world files are read only if they are regular
+files, logs up to `--max-size` (default 1 GiB), world files up to 64 MiB.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +27,9 @@ if TYPE_CHECKING:
 
 #: told what a --partial replay leaves out
 Warn = Callable[[str], None]
+
+#: the largest event log read by default (`--max-size`)
+MAX_LOG_BYTES = 1024 * 2**20
 
 HELP = "rebuild a world from an event log (JSON Lines) and print (or check) its state hash"
 
@@ -56,6 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "to its last complete call, instead of refusing it",
     )
     parser.add_argument(
+        "--max-size",
+        type=int,
+        metavar="MIB",
+        default=MAX_LOG_BYTES // 2**20,
+        help=f"read an event log of at most MIB MiB (default: {MAX_LOG_BYTES // 2**20}); "
+        "only regular files are read",
+    )
+    parser.add_argument(
         "--expect-hash",
         metavar="HASH",
         help="the state hash the live world reported; exit 1 if the replay differs",
@@ -74,6 +88,7 @@ def read_events(
     warn: Warn | None = None,
     partial: bool = False,
     lines: dict[int, int] | None = None,
+    max_bytes: int = MAX_LOG_BYTES,
 ) -> list[Event]:
     """Decode an event log file, naming `file:line` for the first line that is not an event.
 
@@ -81,20 +96,28 @@ def read_events(
     breaks off (a last line cut short, or a call started and never answered: what a writer
     killed mid-write, or a file cut by other means, leaves behind) is refused, or with
     `partial` cut back to its last complete call, and `warn` (if given) is told. `lines`, if
-    given, is filled with seq -> line number.
+    given, is filled with seq -> line number. Only a regular file of at most `max_bytes`
+    is read (a FIFO, a device or a directory is refused).
     """
     import msgspec
 
     from faultbench.kernel import AnyEvent
-    from faultbench.kernel.lowlevel import add_log_line
+    from faultbench.kernel.lowlevel import add_log_line, read_bounded
 
     decoder = msgspec.json.Decoder(AnyEvent)
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path, max_bytes)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file. Expected an event log (JSON Lines).") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise BadInput(
+            f"{path}: cannot read: {exc.strerror or exc}. Expected an event log (JSON Lines)."
+        ) from None
+    if len(data) > max_bytes:
+        raise BadInput(
+            f"{path}: larger than {max_bytes // 2**20} MiB, the most `faultbench replay` reads. "
+            "Expected an event log; pass --max-size MIB to read a bigger one."
+        )
     events: list[Event] = []
     where: dict[int, int] = {} if lines is None else lines
     rows = data.splitlines()
@@ -105,8 +128,14 @@ def read_events(
         try:
             ev = decoder.decode(line)
             add_log_line(events, ev, lineno)
-        except (msgspec.DecodeError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+            why = (
+                "nested too deeply"
+                if isinstance(exc, RecursionError)
+                else f"not UTF-8: byte 0x{exc.object[exc.start]:02x}"
+                if isinstance(exc, UnicodeDecodeError)
+                else str(exc)
+            )
             if torn and lineno == len(rows):
                 _broken(
                     f"{path}:{lineno}: the log breaks off here: its last line is cut short "
@@ -169,8 +198,13 @@ def world_path(
 
     if given is not None:
         p = Path(given)
-        if not p.is_file():
-            raise BadInput(f"{given}: no such world file (given with --world).")
+        if not _is_file(p):
+            try:
+                there = p.exists()
+            except (OSError, ValueError):
+                there = False
+            what = "not a regular file; expected a world file" if there else "no such world file"
+            raise BadInput(f"{given}: {what} (given with --world).")
         return p
     first = events[0] if events else None
     if not isinstance(first, WorldCreated):
@@ -192,13 +226,34 @@ def world_path(
             f"{events_path}: the log does not record its world file's name."
             " Pass it with --world WORLD."
         )
+    if not re.fullmatch(r"[0-9a-f]{64}", first.digest or ""):
+        # Without a digest nothing says the file beside the log is the one it was written
+        # with: loading it would run its handlers on the log's say-so.
+        raise BadInput(
+            f"{events_path}: the log carries no SHA-256 digest of its world file (WorldCreated"
+            ".digest is missing or malformed), so --world-beside-log cannot check the file "
+            "beside it before loading it (loading runs its handlers). Pass the world file "
+            "with --world WORLD."
+        )
+    if len(name.encode("utf-8", "surrogateescape")) > 255:
+        raise BadInput(
+            f"{events_path}: the log names a world file whose name is longer than 255 bytes, "
+            "which no file in the log's folder can have. Pass it with --world WORLD."
+        )
     candidate = Path(events_path).parent / name
-    if not candidate.is_file():
+    if not _is_file(candidate):
         raise BadInput(
             f"{events_path}: the log names the world file {name!r}, which is not in the log's "
             f"folder ({candidate.parent}). Pass it with --world WORLD."
         )
     return candidate
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -211,7 +266,17 @@ def run(args: argparse.Namespace) -> int:
 
     lines: dict[int, int] = {}
     try:
-        events = read_events(args.events, warn=warn, partial=args.partial, lines=lines)
+        if args.max_size < 1:
+            raise BadInput(
+                f"Expected --max-size of 1 MiB or more. Instead, received: {args.max_size}"
+            )
+        events = read_events(
+            args.events,
+            warn=warn,
+            partial=args.partial,
+            lines=lines,
+            max_bytes=args.max_size * 2**20,
+        )
         path = world_path(events, args.events, args.world, args.world_beside_log)
     except BadInput as exc:
         print(f"faultbench replay: {exc}", file=sys.stderr)

@@ -74,13 +74,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write every event to FILE as JSON Lines, flushed before each call is answered "
         "(replay it with `faultbench replay FILE`); the file is truncated on start. With "
-        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl)",
+        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl). "
+        "A call or control action the file cannot take (disk full, too many open files) "
+        "is not made and is answered with a server error",
+    )
+    parser.add_argument(
+        "--fsync",
+        action="store_true",
+        help="with --events: fsync the file before each answer, so acknowledged calls "
+        "survive a power loss too (slower: see benchmarks/bench_journal.py)",
     )
     parser.add_argument(
         "--isolate",
         action="store_true",
         help="with --http: give each MCP session its own fork of the world, freed when the "
         "session ends (the control API then takes ?session=MCP_SESSION_ID)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --http: MCP sessions open at once (default: 1000); a new one past it gets "
+        "HTTP 503 until one ends (sessions with no request for 30 minutes end by themselves)",
     )
     parser.add_argument(
         "--token",
@@ -99,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             ("--isolate", args.isolate),
             ("--port", args.port != 8000),
             ("--token", args.token is not None),
+            ("--max-sessions", args.max_sessions is not None),
         ):
             if value:
                 return _usage(f"{flag} only applies with --http.")
@@ -116,8 +133,14 @@ def run(args: argparse.Namespace) -> int:
                 "and its control API (and a world file runs Python). Pass --token SECRET or "
                 "set FAULTBENCH_TOKEN; clients then send 'Authorization: Bearer SECRET'."
             )
+    if args.fsync and not args.events:
+        return _usage("--fsync only applies with --events FILE.")
     if args.faults is not None and args.no_faults:
         return _usage("--faults and --no-faults exclude each other.")
+    if args.max_sessions is not None and args.max_sessions < 1:
+        return _usage(
+            f"Expected --max-sessions of 1 or more. Instead, received: {args.max_sessions}"
+        )
     if not 0 <= args.port <= 65535:
         return _usage(f"Expected --port between 0 and 65535. Instead, received: {args.port}")
 
@@ -140,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 
     import trio
 
-    from faultbench.serve import Journals, build_server
+    from faultbench.serve import JournalError, Journals, build_server
 
     server = build_server(world, isolate=args.isolate)
     sock = None
@@ -155,11 +178,11 @@ def run(args: argparse.Namespace) -> int:
     journal = None
     if args.events:
         try:
-            journal = Journals(args.events, world).attach(server)
-        except OSError as exc:
+            journal = Journals(args.events, world, fsync=args.fsync).attach(server)
+        except JournalError as exc:
             if sock is not None:
                 sock.close()
-            print(f"faultbench serve: cannot write --events {args.events}: {exc}", file=sys.stderr)
+            print(f"faultbench serve: {exc.summary}", file=sys.stderr)
             return 2
     try:
         if args.http:
@@ -208,8 +231,33 @@ def _configure_logging(verbose: bool) -> None:
         logger.handlers[:] = [handler]
         logger.propagate = False
     logging.getLogger("faultbench").setLevel(logging.INFO if verbose else logging.WARNING)
+    # trio logs every failed accept (EMFILE at the file limit) with a traceback, ten times a
+    # second: one line a minute says it.
+    accept = logging.getLogger("trio.serve_listeners")
+    accept.handlers[:] = [handler]
+    accept.propagate = False
+    accept.addFilter(_Quieter(60.0))
     # The SDK logs every session and request at INFO; only its warnings are ours to show.
     logging.getLogger("mcp").setLevel(logging.WARNING)
+
+
+class _Quieter(logging.Filter):
+    """Drops tracebacks, and a message already let through in the last `every` seconds."""
+
+    def __init__(self, every: float):
+        super().__init__()
+        self.every = every
+        self.last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import time
+
+        record.exc_info, record.exc_text = None, None
+        now, key = time.monotonic(), str(record.msg)
+        if now - self.last.get(key, -self.every) < self.every:
+            return False
+        self.last[key] = now
+        return True
 
 
 async def _on_signal(stop: Callable[[], object]) -> None:
@@ -260,7 +308,13 @@ async def _serve_http(
 
     from faultbench.serve import build_app, serve_http
 
-    app = build_app(server, host=args.host, token=args.token, journal=journal)
+    app = build_app(
+        server,
+        host=args.host,
+        token=args.token,
+        journal=journal,
+        max_sessions=args.max_sessions,
+    )
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
 

@@ -26,6 +26,7 @@ from ._inspect._diff import format_event as format_event
 from ._inspect._pins import FaultPin as FaultPin
 from ._inspect._pins import faults_received as faults_received
 from ._inspect._pins import pin_block as pin_block
+from ._read._files import read_bounded as read_bounded
 from ._spec._code import add_tools as add_tools
 from ._spec._code import empty_spec as empty_spec
 from ._spec._rows import generate_rows as generate_rows
@@ -39,6 +40,7 @@ from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
+from ._world._watch import watch_log as watch_log
 
 if _typing.TYPE_CHECKING:
     from ._read._reader import load_spec as load_spec
@@ -81,8 +83,10 @@ __all__ = [
     "parse_duration",
     "parse_faults",
     "pin_block",
+    "read_bounded",
     "render_faults",
     "running_call",
     "show_repr",
     "to_utc",
+    "watch_log",
 ]

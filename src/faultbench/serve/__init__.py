@@ -14,6 +14,7 @@ from ._http import build_app as build_app
 from ._http import is_loopback as is_loopback
 from ._http import listen_socket as listen_socket
 from ._http import serve_http as serve_http
+from ._journal import JournalError as JournalError
 from ._journal import Journals as Journals
 from ._sdk import MCP_VERSION as MCP_VERSION
 from ._sdk import connect_in_process as connect_in_process
@@ -26,6 +27,7 @@ from ._thread import serve_in_thread as serve_in_thread
 
 __all__ = [
     "MCP_VERSION",
+    "JournalError",
     "Journals",
     "ListenError",
     "WorldServer",

@@ -53,6 +53,8 @@ from faultbench.kernel.lowlevel import (
     to_utc,
 )
 
+from ._journal import JournalError
+
 if TYPE_CHECKING:
     from ._journal import Journals
     from ._server import WorldServer
@@ -136,6 +138,10 @@ class Control:
     # `_http.SessionTracker` tells when a session begins and ends, from the HTTP exchanges.
 
     def session_opened(self, session: str) -> None:
+        """A session began. With --events, its journal file is opened now: raises
+        `JournalError` if it cannot be (the session is then refused)."""
+        if self.journal is not None and self.server.isolate:
+            self.journal.reserve(session)
         self.live.add(session)
 
     def session_closed(self, session: str) -> None:
@@ -145,6 +151,8 @@ class Control:
         self.live.discard(session)
         world = self.server.sessions.pop(session, None)
         if world is None:
+            if self.journal is not None:
+                self.journal.release(session)
             return
         self.snapshots = {k: v for k, v in self.snapshots.items() if v[0] is not world}
         if self.journal is not None:
@@ -170,11 +178,6 @@ class Control:
                 f"GET {PREFIX}/sessions.",
             )
         return self.server.world_for(session)
-
-    def _changed(self, world: World, *, rewritten: bool = False) -> None:
-        """Keep the --events file in step after a control action."""
-        if self.journal is not None:
-            self.journal.sync(world, rewritten=rewritten)
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Handler, methods: list[str]) -> Route:
@@ -203,6 +206,8 @@ class Control:
                 return await handler(request)
             except ControlError as exc:
                 return _json({"error": str(exc)}, exc.status)
+            except JournalError as exc:  # logged once by the journal; nothing was changed
+                return _json({"error": str(exc)}, 503)
             except FaultsDisabled as exc:  # a well-formed request this world cannot take
                 return _json({"error": str(exc)}, 409)
             except (FaultbenchError, ValueError, TypeError, LookupError) as exc:
@@ -263,7 +268,6 @@ class Control:
     async def reset(self, request: Request) -> Response:
         world = self._world(request)
         world.reset()
-        self._changed(world, rewritten=True)
         return _json({"hash": world.state_hash(), "seq": _last_seq(world)})
 
     async def fork(self, request: Request) -> Response:
@@ -290,7 +294,6 @@ class Control:
                 f"Instead, received: {show_repr(body, 80)}",
             )
         world.restore(saved[1])
-        self._changed(world, rewritten=True)
         return _json({"hash": world.state_hash(), "seq": _last_seq(world)})
 
     async def clock(self, request: Request) -> Response:
@@ -322,7 +325,6 @@ class Control:
                     'Expected {"advance": SECONDS} or {"set": "2025-01-01T00:00:00Z"}. '
                     f"Instead, received: {show_repr(body, 80)}",
                 )
-            self._changed(world)
         return _json({"now": iso_time(world.clock.now())})
 
     async def faults(self, request: Request) -> Response:
@@ -339,7 +341,6 @@ class Control:
             # validate, and the server keeps answering MCP and the control API meanwhile.
             parsed = await anyio.to_thread.run_sync(parse_faults, rules, world.spec)
             world.set_faults(parsed)
-            self._changed(world)
         # The block form PUT takes, so a client can GET, edit and PUT the answer back as is.
         return _json({"faults": render_faults(world.fault_rules)}, encoder=_in_order)
 

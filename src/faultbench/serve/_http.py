@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
+from ._journal import JournalError
 from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
 from ._server import SESSION_HEADER, WorldServer
 
@@ -58,8 +59,8 @@ def is_loopback(host: str) -> bool:
 def security_settings(host: str) -> TransportSecuritySettings:
     """Host/Origin checks (DNS-rebinding protection) for a server bound to `host`.
 
-    Loopback: only loopback names are accepted, as the SDK does by default. A specific
-    non-loopback address: that address and the loopback names. A wildcard bind (0.0.0.0,
+    The loopback names (127.0.0.1, localhost, [::1]) and the address bound (say 127.0.0.2,
+    or a specific non-loopback address) are accepted. A wildcard bind (0.0.0.0,
     ::): the Host header cannot be known in advance, so the check is off and the bearer
     token (required for any non-loopback bind) is what keeps other sites out.
     """
@@ -70,8 +71,8 @@ def security_settings(host: str) -> TransportSecuritySettings:
     bare = host.strip("[]")
     if bare in ("0.0.0.0", "::"):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if not is_loopback(host):
-        name = f"[{bare}]" if ":" in bare else bare
+    name = f"[{bare}]" if ":" in bare else bare
+    if name not in hosts:  # the address bound, loopback (127.0.0.2) or not, is a Host too
         hosts += [name, f"{name}:*"]
         origins += [f"http://{name}", f"http://{name}:*", f"https://{name}", f"https://{name}:*"]
     return TransportSecuritySettings(
@@ -121,9 +122,11 @@ def build_app(
     host: str = "127.0.0.1",
     token: str | None = None,
     journal: Journals | None = None,
+    max_sessions: int | None = None,
 ) -> ASGIApp:
     """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`.
 
+    At most `max_sessions` MCP sessions are open at once (default `MAX_SESSIONS`).
     Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
     would be open to anyone who can reach the port.
     """
@@ -144,11 +147,11 @@ def build_app(
         host=host,
         routes=control.routes(),
     )
-    if server.isolate:
-        # Per-session worlds are freed when their session ends; only isolating servers pay
-        # for the extra middleware layer.
-        server.open_sessions = control.live
-        app = SessionTracker(app, control)
+    # Open sessions are counted (and capped at `max_sessions`) with or without --isolate:
+    # each holds memory in the SDK until it ends or idles out. With --isolate, a session's
+    # world is freed when it ends.
+    server.open_sessions = control.live if server.isolate else None
+    app = SessionTracker(app, control, max_sessions=max_sessions or MAX_SESSIONS)
     return _Guard(app, token=token, security=security)
 
 
@@ -160,14 +163,14 @@ SESSION_IDLE_S = 30 * 60
 _IDLE_MARGIN_S = 60
 
 
-#: open MCP sessions an isolating server holds (each with its own world); a new one past this
-#: is refused with 503 until one ends
+#: open MCP sessions a server holds by default (`serve --max-sessions`; with --isolate each has
+#: its own world); a new one past this is refused with 503 until one ends
 MAX_SESSIONS = 1000
 
 
 async def _full(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
     message = (
-        f"This faultbench server (--isolate) holds {limit} open MCP sessions, its limit. "
+        f"This faultbench server holds {limit} open MCP sessions, its limit (--max-sessions). "
         "Expected clients to end their sessions (DELETE /mcp, which mcp.Client does on "
         "close); sessions with no request for 30 minutes end by themselves."
     )
@@ -175,6 +178,24 @@ async def _full(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
         status_code=503,
         headers={"Retry-After": "60"},
+    )
+    await response(scope, receive, send)
+
+
+_SESSION_KEY = SESSION_HEADER.encode()
+_BODY_HEADERS = {b"content-length", b"content-type", b"transfer-encoding", _SESSION_KEY}
+
+
+async def _unjournaled(scope: Scope, receive: Receive, send: Send, exc: JournalError) -> None:
+    message = (
+        f"This faultbench server (--isolate --events) cannot give this MCP session a world: "
+        f"{exc.cause}, opening {exc.path.name}. Try again once sessions have ended or space "
+        "was freed."
+    )
+    response = JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
+        status_code=503,
+        headers={"Retry-After": "10"},
     )
     await response(scope, receive, send)
 
@@ -207,6 +228,7 @@ class SessionTracker:
         self.idle_s = idle_s
         self.clock = clock
         self.in_flight: dict[str, int] = {}  # session -> its requests being answered now
+        self.opening = 0  # requests without a session being answered now (each may open one)
         self.idle_since: dict[str, float] = {}  # session -> when its last request ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -219,22 +241,41 @@ class SessionTracker:
             return
         session = Headers(scope=scope).get(SESSION_HEADER)
         status = 0
+        refused: str | None = None  # a new session whose journal could not be opened
 
         async def watch(message: Message) -> None:
-            nonlocal status
+            nonlocal status, refused
+            if refused is not None:
+                return  # the SDK's answer is replaced by the 503 already sent
             if message["type"] == "http.response.start":
                 status = message["status"]
                 given = Headers(raw=message.get("headers") or []).get(SESSION_HEADER)
                 if session is None and given is not None and 200 <= status < 300:
-                    self.opened(given)
+                    try:
+                        self.opened(given)
+                    except JournalError as exc:
+                        refused = given
+                        await _unjournaled(scope, receive, send, exc)
+                        return
             await send(message)
 
-        if session is None and len(self.control.live) >= self.max_sessions:
-            await _full(scope, receive, send, self.max_sessions)
+        if session is None:
+            # Requests that may open a session are counted while the SDK answers them, so
+            # that concurrent ones cannot take the server past its limit.
+            if len(self.control.live) + self.opening >= self.max_sessions:
+                await _full(scope, receive, send, self.max_sessions)
+                return
+            self.opening += 1
+            try:
+                await self.app(scope, receive, watch)
+            finally:
+                self.opening -= 1
+            if refused is not None:
+                await self._end_in_sdk(scope, refused)
             return
-        if session is None or session not in self.control.live:
+        if session not in self.control.live:
             await self.app(scope, receive, watch)
-            if status == 404 and session is not None:
+            if status == 404:
                 self.closed(session)
             return
         self.in_flight[session] = self.in_flight.get(session, 0) + 1
@@ -249,6 +290,27 @@ class SessionTracker:
                 self.idle_since[session] = self.clock()
         if status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300):
             self.closed(session)
+
+    async def _end_in_sdk(self, scope: Scope, session: str) -> None:
+        """End a session the SDK opened and we refused (a DELETE of it, as a client would
+        send), so the SDK does not keep it until it idles out."""
+        headers = [(k, v) for k, v in scope["headers"] if k not in _BODY_HEADERS]
+        delete = {
+            **scope,
+            "method": "DELETE",
+            "headers": [*headers, (_SESSION_KEY, session.encode())],
+        }
+
+        async def nothing() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            pass
+
+        try:
+            await self.app(delete, nothing, discard)
+        except Exception:  # best effort: the SDK idles it out anyway
+            log.warning("could not end the refused MCP session %s", session, exc_info=True)
 
     def opened(self, session: str) -> None:
         self.control.session_opened(session)

@@ -1,65 +1,189 @@
 """`faultbench serve --events FILE`: the event log, written as it grows, append-only.
 
-Durability: every call's events are appended and flushed to the operating system before the
-agent gets its answer, and so is every control action before its HTTP answer. A server
-killed at any moment (SIGKILL included) leaves a file that holds every answered call; at
-worst its last line is cut short (the write in flight), which `faultbench replay` reports
-and replays past only with `--partial`. The file is not fsynced: a machine that loses power
-can lose what the OS had not written yet.
+The journal is the acknowledgement. Every change to a served world (a call or a batch of
+calls, a control action) is written to the file and flushed to the operating system before
+it takes effect for anyone: the journal watches the world's log through the kernel's
+`lowlevel.watch_log` seam, and when the write fails (the disk is full, too many open files,
+an I/O error, the file was deleted) the kernel undoes the change, the agent or the control
+client gets a server error naming the cause, and the server goes on. The journal says so
+once in the server's log; every later change of that world is refused the same way until a
+write works again (space was freed, the file can be opened again), which the log also says
+once. A failed write leaves nothing in the file: what it may have written is cut off again
+(or before the next write, if even that failed), so the file stays whole lines.
+
+A server killed at any moment (SIGKILL included) leaves a file that holds every answered
+call and control action; at worst its last line is cut short (the write in flight, never
+answered), which `faultbench replay` reports and replays past only with `--partial`. The
+file is not fsynced unless the server runs with `--fsync`: without it, a machine that loses
+power can lose what the operating system had not written yet.
 
 The file only grows. A reset or a restore moves the world's log back: the journal appends a
 `LogRewound` line (the log keeps its first `seq` events) and then the events of the log from
 there on, so the file never has to be rewritten, and a kill during a reset or restore
 loses nothing. Readers (`decode_events`, `faultbench replay`, `faultbench diff`) apply the
-rewinds and see the world's log as it was at the end.
+rewinds and see the world's log as it was at the end. If the file is deleted while the
+server runs, the next change writes the whole log to a new file at the same path.
 
 With `--isolate`, each session's world is logged to its own file next to FILE
-(`events.jsonl` -> `events.<session>.jsonl`); a fork's log starts with its parent's events,
-so each file still replays alone.
+(`events.jsonl` -> `events.<session>.jsonl`), opened when the session begins: a session
+whose file cannot be opened is refused then (503), never served without a journal. A
+fork's log starts with its parent's events, so each file still replays alone.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import BinaryIO, Protocol
 
-from faultbench.kernel import CallResult, Event, LogRewound, World, encode_events
+from faultbench.kernel import Event, LogRewound, World, encode_events
+from faultbench.kernel.lowlevel import watch_log
 
-if TYPE_CHECKING:
-    from ._server import WorldServer
+
+class _MakesWorlds(Protocol):
+    """What `Journals.attach` needs of a `WorldServer` (which imports this module)."""
+
+    on_new_world: list[Callable[[str, World], None]]
+
+
+log = logging.getLogger("faultbench.serve")
+
+
+class JournalError(Exception):
+    """A change could not be written to its world's journal, so it was not made. The
+    message names the file and the operating system's reason."""
+
+    def __init__(self, path: Path, exc: OSError, doing: str = "write"):
+        name = errno.errorcode.get(exc.errno or 0, "")
+        reason = exc.strerror or str(exc)
+        self.cause = f"{reason} ({name})" if name else reason
+        #: what failed, in one line
+        self.summary = f"cannot {doing} the event journal {path} (--events): {self.cause}"
+        super().__init__(
+            f"{self.summary}. The change was not made; this world refuses changes until its "
+            "journal can be written again."
+        )
+        self.path = path
+        self.errno = exc.errno
+
+
+#: how a journal file is opened: for writing, truncated
+Opener = Callable[[Path], BinaryIO]
+
+
+def _open(path: Path) -> BinaryIO:
+    """`path` truncated, unbuffered: each journal write is one `write`, whose failure leaves
+    nothing behind in a buffer to reach the file later."""
+    return open(path, "wb", buffering=0)
 
 
 class Journal:
     """One world's event log, mirrored to one append-only file."""
 
-    def __init__(self, path: str | os.PathLike[str], world: World):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        world: World,
+        *,
+        fsync: bool = False,
+        file: BinaryIO | None = None,
+        opener: Opener | None = None,
+    ):
         self.path = Path(path)
         self.world = world
-        self._file = open(self.path, "wb")  # noqa: SIM115 - lives as long as the server
+        self.fsync = fsync
+        self._opener = opener or _open
+        try:
+            self._file: BinaryIO | None = self._opener(self.path) if file is None else file
+        except OSError as exc:
+            raise JournalError(self.path, exc, "open") from None
+        self._size = 0  # bytes of whole lines in the file
+        self._cut = False  # a failed write may have left bytes past `_size`
         #: the log the file holds now (a view that never changes)
         self._written: Sequence[Event] = ()
-        self.sync()
+        #: why the last write failed (None: it worked)
+        self.failing: str | None = None
+        try:
+            self.record(world.events)
+        except JournalError:
+            self.close()
+            raise
+        watch_log(world, self.record)
 
-    def sync(self, *, rewritten: bool = False) -> None:
-        """Append what the world logged since the last sync. A log that moved back (a reset
-        or restore; `rewritten` is a hint, the journal sees it anyway) is a `LogRewound`
-        line, then the events from the point where the file and the log part."""
-        now = self.world.events
+    def record(self, now: Sequence[Event]) -> None:
+        """Append what `now` (the world's log) holds beyond what the file has. A log that
+        moved back (a reset or restore) is a `LogRewound` line, then the events from the
+        point where the file and the log part. Raises `JournalError` if the file cannot
+        take it (then the file is as it was)."""
+        try:
+            file = self._writable()
+            data = self._encode(now)
+            if data:
+                view = memoryview(data)
+                while view:
+                    n = file.write(view)
+                    if not n:
+                        raise OSError(errno.EIO, "the file took no bytes")
+                    view = view[n:]
+                if self.fsync:
+                    os.fsync(file.fileno())
+                if os.fstat(file.fileno()).st_nlink == 0:
+                    raise FileNotFoundError(errno.ENOENT, "the file was deleted")
+        except OSError as exc:
+            self._cut = True
+            self._repair()
+            if exc.errno == errno.ENOENT and self._file is not None:
+                self._file.close()
+                self._file = None  # reopened (and written whole) on the next change
+            error = JournalError(self.path, exc)
+            if self.failing is None:
+                log.error("%s", error)
+            self.failing = error.cause
+            raise error from None
+        self._size += len(data)
+        self._written = now
+        if self.failing is not None:
+            log.warning("the event journal %s is written again", self.path)
+            self.failing = None
+
+    def _writable(self) -> BinaryIO:
+        if self._file is None:  # the file was deleted: start a new one, with the whole log
+            self._file = self._opener(self.path)
+            self._size, self._cut, self._written = 0, False, ()
+        if self._cut and not self._repair():
+            raise OSError(errno.EIO, "cannot cut off the end of a failed write")
+        return self._file
+
+    def _repair(self) -> bool:
+        """Cut off what a failed write left past the last whole line."""
+        file = self._file
+        if file is None or not self._cut:
+            return True
+        try:
+            os.ftruncate(file.fileno(), self._size)
+            file.seek(self._size)
+        except OSError:
+            return False
+        self._cut = False
+        return True
+
+    def _encode(self, now: Sequence[Event]) -> bytes:
         done = self._written
         keep = len(done)
+        out = b""
         if keep and (len(now) < keep or now[keep - 1] is not done[keep - 1]):
             keep = _shared_prefix(done, now)
-            at = self.world.clock.now()
-            self._file.write(encode_events([LogRewound(seq=keep, at=at)]))
+            out = encode_events([LogRewound(seq=keep, at=self.world.clock.now())])
         if len(now) > keep:
-            self._file.write(encode_events(now[keep:]))
-        self._file.flush()
-        self._written = now
+            out += encode_events(now[keep:])
+        return out
 
     def close(self) -> None:
-        if not self._file.closed:
+        watch_log(self.world, None)
+        if self._file is not None and not self._file.closed:
             self._file.close()
 
 
@@ -77,39 +201,103 @@ def _shared_prefix(a: Sequence[Event], b: Sequence[Event]) -> int:
     return max(lo, 1)  # event 0 (WorldCreated) is never undone
 
 
+#: file descriptors an --isolate server keeps free of session journals
+SPARE_FDS = 16
+
+
+def _fd_limit() -> int:
+    """The soft limit on open files (`ulimit -n`), or a huge number where there is none."""
+    try:
+        import resource
+    except ImportError:  # not a Unix: no limit known
+        return 1 << 30
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if soft != resource.RLIM_INFINITY else 1 << 30
+
+
 class Journals:
     """The journals of a server: its shared world and, with --isolate, each session's."""
 
-    def __init__(self, path: str | os.PathLike[str], world: World):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        world: World,
+        *,
+        fsync: bool = False,
+        opener: Opener | None = None,
+    ):
+        """`opener(path)` opens a journal file for writing, truncated (default: unbuffered
+        `open(path, "wb")`; tests pass one whose files fail on purpose)."""
         self.path = Path(path)
-        self._by_world: dict[int, Journal] = {id(world): Journal(self.path, world)}
+        self.fsync = fsync
+        self._opener = opener or _open
+        self._by_world: dict[int, Journal] = {
+            id(world): Journal(self.path, world, fsync=fsync, opener=self._opener)
+        }
+        #: files opened for sessions that have no world yet (it is made on first use)
+        self._reserved: dict[str, tuple[Path, BinaryIO]] = {}
+        self._refusing = False  # the last session's file could not be opened
+
+    def session_path(self, session: str) -> Path:
+        safe = "".join(c for c in session if c.isalnum() or c in "-_")[:64] or "session"
+        return self.path.with_name(f"{self.path.stem}.{safe}{self.path.suffix or '.jsonl'}")
+
+    def reserve(self, session: str) -> None:
+        """Open a session's file as the session begins; raises `JournalError` if it cannot
+        be opened (the session is then refused)."""
+        if session in self._reserved:
+            return
+        path = self.session_path(session)
+        try:
+            file = self._opener(path)
+            if file.fileno() >= _fd_limit() - SPARE_FDS:
+                # File descriptors are numbered lowest first: this one says how many are
+                # open. The last few stay for the server's own needs (accepting a request,
+                # importing a module on a session's first call).
+                file.close()
+                path.unlink(missing_ok=True)
+                raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+            self._reserved[session] = (path, file)
+        except OSError as exc:
+            error = JournalError(path, exc, "open")
+            if not self._refusing:  # once, until a session's file opens again
+                log.error("refusing new MCP sessions: %s", error.summary)
+            self._refusing = True
+            raise error from None
+        if self._refusing:
+            log.warning("new MCP sessions are journaled again (%s)", path.name)
+            self._refusing = False
+
+    def release(self, session: str) -> None:
+        """A session ended before it had a world: close the file opened for it."""
+        reserved = self._reserved.pop(session, None)
+        if reserved is not None:
+            reserved[1].close()
 
     def add_session(self, session: str, world: World) -> None:
-        safe = "".join(c for c in session if c.isalnum() or c in "-_")[:64] or "session"
-        path = self.path.with_name(f"{self.path.stem}.{safe}{self.path.suffix or '.jsonl'}")
-        self._by_world[id(world)] = Journal(path, world)
+        """Journal a session's new world; raises `JournalError` (and journals nothing) if
+        its file cannot be opened or written."""
+        path, file = self._reserved.pop(session, (self.session_path(session), None))
+        self._by_world[id(world)] = Journal(
+            path, world, fsync=self.fsync, file=file, opener=self._opener
+        )
 
-    def sync(self, world: World, *, rewritten: bool = False) -> None:
-        journal = self._by_world.get(id(world))
-        if journal is not None:
-            journal.sync(rewritten=rewritten)
+    def journal_of(self, world: World) -> Journal | None:
+        return self._by_world.get(id(world))
 
     def drop(self, world: World) -> None:
         """Stop logging a session's world (it ended); its file stays, complete."""
         journal = self._by_world.pop(id(world), None)
         if journal is not None:
-            journal.sync()
             journal.close()
-
-    def after_call(self, world: World, result: CallResult) -> None:
-        self.sync(world)
 
     def close(self) -> None:
         for journal in self._by_world.values():
             journal.close()
+        for session in list(self._reserved):
+            self.release(session)
 
-    def attach(self, server: WorldServer) -> Journals:
-        """Log every call `server` answers, and every session world it creates."""
-        server.after_call.append(self.after_call)
+    def attach(self, server: _MakesWorlds) -> Journals:
+        """Log every session world `server` creates (the shared world is logged already)."""
         server.on_new_world.append(self.add_session)
         return self

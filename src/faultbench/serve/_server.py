@@ -38,6 +38,7 @@ from faultbench.kernel import CallResult, ToolCallError, World
 from faultbench.kernel.lowlevel import iso_time
 
 from . import _sdk
+from ._journal import JournalError
 from ._sdk import MODERN_PROTOCOL_VERSIONS, Server
 
 if TYPE_CHECKING:
@@ -181,9 +182,12 @@ class WorldServer(Server):
         if world is None:
             if self.open_sessions is not None and session not in self.open_sessions:
                 raise SessionEnded(session)
-            world = self.sessions[session] = self.world.fork()
+            world = self.world.fork()
+            # Hooks first (the --events journal opens the session's file): a session whose
+            # journal cannot be opened gets no world, rather than one nothing records.
             for hook in self.on_new_world:
                 hook(session, world)
+            self.sessions[session] = world
         return world
 
     def _request_world(self, ctx: Any) -> World:
@@ -235,6 +239,12 @@ class WorldServer(Server):
             except ToolCallError as exc:  # a kernel that raises instead of returning
                 return error_result(exc.message, kind=exc.kind)
             out = render_result(result, ctx.protocol_version)
+        except JournalError as exc:  # logged once by the journal; the call was undone
+            return error_result(
+                f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
+                "Not the agent's fault; the server keeps serving.",
+                kind="journal_error",
+            )
         except Exception as exc:
             log.exception("internal error while calling tool %r", name)
             detail = f"{type(exc).__name__}: {exc}"
@@ -252,8 +262,9 @@ class WorldServer(Server):
         elif log.isEnabledFor(logging.INFO):
             log.info("%s", _call_line(result))
         for hook in self.after_call:
-            # The call happened: a failing observer (say, a full disk under --events) is
-            # logged, and the agent still gets its answer.
+            # The call happened (and is in the --events journal, if any: a call the journal
+            # cannot take never happens, see `_journal.py`): a failing observer is logged,
+            # and the agent still gets its answer.
             try:
                 hook(world, result)
             except Exception:

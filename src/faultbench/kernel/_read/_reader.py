@@ -44,6 +44,7 @@ from ._faultblock import (
     parse_duration,
     render_faults,
 )
+from ._files import read_bounded
 from ._operations import _OperationsLoader
 from ._records import _RecordsLoader
 from ._seeds import _SeedLoader
@@ -88,8 +89,9 @@ def load_spec(
 
 def read_world_file(path: str) -> bytes:
     """The bytes of a world file, refused past `MAX_FILE_BYTES` without reading the rest."""
-    with open(path, "rb") as fh:  # bounded: `faultbench check /dev/zero` must end
-        raw = fh.read(MAX_FILE_BYTES + 1)
+    # bounded, and regular files only: `faultbench check /dev/zero` must end, a FIFO must
+    # not block
+    raw = read_bounded(path, MAX_FILE_BYTES)
     if len(raw) > MAX_FILE_BYTES:
         raise WorldFileError(
             SourceError(

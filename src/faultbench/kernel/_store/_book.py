@@ -18,6 +18,13 @@ handler that reached the world itself (through a global) would write around its 
 Tables and the clock work on any *store*: an object with `state`, `emit(event)` and
 `call_id`, which a `Book`, a `Draft` and a handler's transaction all are.
 
+Watching: a book may have one `watcher` (`lowlevel.watch_log`, the serve shell's --events
+journal): after each change (an `emit`, a `commit`, a `rewind`, or a whole `change()` block)
+it is called, under the lock, with the new log. If it raises, the change is undone (state
+and log go back to what they were: O(1), a new segment on the old view, so no view anyone
+took changes) and the exception reaches whoever made the change. So a change the watcher
+could not record never happened.
+
 Threads: a book has one lock (`Book.lock`, reentrant). Every change holds it (`emit`,
 `commit`, `rewind`), and so does a whole call, from reading the state it decides on to
 committing its draft (`Pipeline.call`), so calls from several threads are serialised: each
@@ -116,7 +123,7 @@ class Draft:
 class Book:
     """The state and the log of one world; the only object that assigns either."""
 
-    __slots__ = ("_busy", "_seg", "_state", "call_id", "lock")
+    __slots__ = ("_busy", "_depth", "_seg", "_state", "call_id", "lock", "watcher")
 
     def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
         self._state = state
@@ -125,6 +132,9 @@ class Book:
         self.call_id: str | None = None  # writes through the book itself belong to no call
         #: held by every change and by every call from decision to commit (see above)
         self.lock = threading.RLock()
+        #: called with the new log after each change; raising undoes it (see above)
+        self.watcher: Callable[[EventLog], None] | None = None
+        self._depth = 0  # open `change()` blocks: the watcher waits for the outermost
 
     @property
     def state(self) -> State:
@@ -143,8 +153,11 @@ class Book:
         with self.lock:
             if self._busy is not None:
                 raise self.busy_error(f"to write to the world ({type(event).__name__})")
-            self._state = apply(self._state, event)
-            self._seg.items.append(event)
+            state, seg = self._state, self._seg
+            self._state = apply(state, event)
+            seg.items.append(event)
+            if self.watcher is not None and not self._depth:
+                self._settle(state, EventLog(seg, state.seq))
 
     def commit(self, draft: Draft) -> None:
         """Take over `draft`, decided on this book's current state: its events join the log."""
@@ -156,8 +169,11 @@ class Book:
                     "between)"
                 )
             if draft.pending:
+                state, seg = self._state, self._seg
                 self._state = draft.state
-                self._seg.items.extend(draft.pending)
+                seg.items.extend(draft.pending)
+                if self.watcher is not None and not self._depth:
+                    self._settle(state, EventLog(seg, state.seq))
 
     def rewind(self, state: State, log: EventLog) -> None:
         """State and log become `state` and `log` (a snapshot's). Anyone holding a view of
@@ -166,8 +182,44 @@ class Book:
         with self.lock:
             if self._busy is not None:
                 raise self.busy_error("world.restore()")
+            before = (self._state, EventLog(self._seg, self._state.seq))
             self._state = state
             self._seg = log.branch()
+            if self.watcher is not None and not self._depth:
+                self._settle(*before)
+
+    @contextmanager
+    def change(self) -> Iterator[None]:
+        """Several changes as one, for the watcher: it sees the log once, at the end of the
+        outermost block, and undoing goes back to where the block began."""
+        with self.lock:
+            if self.watcher is None or self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            before = (self._state, EventLog(self._seg, self._state.seq))
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._state is not before[0]:
+                    self._settle(*before)
+
+    def _settle(self, state: State, log: EventLog) -> None:
+        """Show the watcher the log as it is now; if it raises, go back to `state` and
+        `log` (what the book held before the change) and let the exception through."""
+        watcher = self.watcher
+        assert watcher is not None
+        try:
+            watcher(EventLog(self._seg, self._state.seq))
+        except BaseException:
+            self._state = state
+            self._seg = log.branch()
+            raise
 
     # --- handlers ------------------------------------------------------------------------------
 

@@ -186,6 +186,10 @@ def decode_events(data: bytes | str | Iterable[bytes | str]) -> list[Event]:
             raise msgspec.DecodeError(f"event log line {lineno}: {exc}") from None
         except RecursionError:  # nested deeper than the stack allows
             raise msgspec.DecodeError(f"event log line {lineno}: nested too deeply") from None
+        except UnicodeDecodeError as exc:  # msgspec raises it for some invalid bytes
+            raise msgspec.DecodeError(
+                f"event log line {lineno}: not UTF-8 (byte 0x{exc.object[exc.start]:02x})"
+            ) from None
         add_log_line(events, ev, lineno)
     return events
 

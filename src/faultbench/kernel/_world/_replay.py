@@ -110,10 +110,15 @@ class _Coercer:
         return ev
 
 
+#: a path given to `replay` is read whole (the CLI bounds what it reads: `--max-size`)
+_NO_LIMIT = 2**62
+
+
 def _read_events(events: Any) -> list[Event]:
     if isinstance(events, str | os.PathLike):
-        with open(events, "rb") as fh:
-            return decode_events(fh.read())
+        from .._read._files import read_bounded
+
+        return decode_events(read_bounded(events, _NO_LIMIT))  # regular files only
     if isinstance(events, bytes | bytearray | memoryview):
         return decode_events(bytes(events))
     return list(events)

@@ -265,7 +265,7 @@ class World:
         A world created with `faults=False` never injects a fault, so rules given to it
         would silently do nothing: that raises `FaultsDisabled` (an empty rule set is fine).
         """
-        with self._book.lock:
+        with self._book.change():
             self._set_faults(rules)
 
     def _set_faults(self, rules: Any) -> None:
@@ -324,7 +324,7 @@ class World:
         """Go back (or forward) to `snap`: records, clock and log, so replay still agrees.
         The fault rules in force stay in force (logged again if the snapshot had others)."""
         self._check_snapshot(snap)
-        with self._book.lock:
+        with self._book.change():  # rewind and carry-over: one change
             before = self._book.state.settings
             self._book.rewind(snap.state, snap.events)
             _carry_over(self._book, before, fork_of=None)
@@ -378,7 +378,7 @@ class World:
             book = _seeded(self._spec, self._seed, first.run, first.faults)
             genesis = self._genesis = Snapshot(self._spec, book.state, book.log)
             self._pipeline.genesis_seq = genesis.seq
-        with self._book.lock:
+        with self._book.change():
             before = self._book.state.settings
             self._book.rewind(genesis.state, genesis.events)
             _carry_over(self._book, before, fork_of=genesis.seq - 1 if before.forked else None)
