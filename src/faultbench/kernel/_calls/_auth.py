@@ -175,3 +175,10 @@ def token_fault(cx: Any, d: Draft, flight: Any, decision: FaultDecision) -> None
         event = TokenRevoked if decision.kind == "revoked" else TokenExpired
         d.emit(event(seq=state.seq, at=state.clock, token=token, call_id=flight.call_id))
     flight.error = InjectedFault(decision.message, kind=decision.kind)
+
+
+def token_expiry(world: Any, token: str) -> datetime | None:
+    """When `token` of `world` (a World) expires, in virtual time; None if it was never
+    issued. For the shells, which print or answer it next to the token."""
+    entry = world.snapshot().state.tokens.get(token)
+    return None if entry is None else entry.expires_at
