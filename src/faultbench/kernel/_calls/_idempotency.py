@@ -58,8 +58,9 @@ def idempotent(tool: str, spec: IdempotencySpec, run: Runner, *, keep_key: bool)
             if entry.digest != digest:
                 raise Conflict(
                     f"409 Conflict: idempotency key {key!r} was already used with other "
-                    f"arguments by {tool} (call {entry.call_id}); expected the same arguments "
-                    "as that first request, or a new key for a new request",
+                    f"arguments by {tool} (call {entry.call_id}). Keys for idempotent requests "
+                    "can only be used with the same parameters they were first used with: "
+                    "send those again, or a new key for a new request",
                     kind="idempotency_conflict",
                 )
             tx.emit(
