@@ -4,15 +4,18 @@ HTTP bearer tokens from the control API (`POST /faultbench/tokens`) next to `--t
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
 import httpx2
 import mcp
 import pytest
+from mcp import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 import faultbench
+from faultbench.kernel import decode_events
 from faultbench.serve import build_server
 
 from .test_http import JSONRPC_HEADERS, control, running
@@ -99,3 +102,29 @@ async def test_serve_principal_prints_a_token_and_token_still_guards_the_control
             assert not result.is_error
     async with httpx2.AsyncClient(timeout=10) as http:
         assert (await http.post(server.url, headers=JSONRPC_HEADERS, json={})).status_code != 401
+
+
+async def test_serve_principal_over_stdio_acts_as_it_and_logs_the_token(tmp_path):
+    events = tmp_path / "events.jsonl"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "faultbench.cli", "serve", str(DESK), "--principal", "readonly_bot",
+              "--events", str(events)],
+    )  # fmt: skip
+    async with mcp.Client(params, read_timeout_seconds=15) as client:
+        assert not (await client.call_tool("get_ticket", {"id": "T-1"})).is_error
+        refused = await client.call_tool("update_ticket", {"id": "T-1", "status": "solved"})
+        assert "403 Forbidden: insufficient_scope" in refused.content[0].text
+    world = faultbench.replay(DESK, decode_events(events.read_bytes()))
+    issued = [e for e in world.events if type(e).__name__ == "TokenIssued"]
+    assert [e.principal for e in issued] == ["readonly_bot"]
+
+
+def test_serve_principal_mistakes_are_usage_errors(capsys):
+    from faultbench.cli import main
+
+    assert main(["serve", str(DESK), "--principal", "nobody"]) == 2
+    assert "--principal: unknown principal 'nobody'" in capsys.readouterr().err
+    shop = Path(__file__).parent / "worlds" / "shop.yaml"
+    assert main(["serve", str(shop), "--principal", "x"]) == 2
+    assert "has no auth: block" in capsys.readouterr().err
