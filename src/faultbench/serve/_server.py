@@ -261,7 +261,13 @@ class WorldServer(Server):
                 )
             try:
                 token = self._request_token(ctx)
-                result = await world.acall(name, params.arguments or {}, token=token)
+                args = params.arguments or {}
+                # Worlds without auth: the call exactly as before (no token to pass)
+                result = await (
+                    world.acall(name, args)
+                    if token is None
+                    else world.acall(name, args, token=token)
+                )
             except ToolCallError as exc:  # a kernel that raises instead of returning
                 return error_result(exc.message, kind=exc.kind)
             out = render_result(result, ctx.protocol_version)
