@@ -128,3 +128,13 @@ def test_serve_principal_mistakes_are_usage_errors(capsys):
     shop = Path(__file__).parent / "worlds" / "shop.yaml"
     assert main(["serve", str(shop), "--principal", "x"]) == 2
     assert "has no auth: block" in capsys.readouterr().err
+
+
+async def test_the_servers_principal_survives_a_reset_of_the_world():
+    world = faultbench.load_world(DESK)
+    server = build_server(world, principal="support_agent")
+    first = server.token
+    world.reset()  # back to the seeded state: the token was issued after it
+    async with mcp.Client(server) as client:
+        assert not (await client.call_tool("get_ticket", {"id": "T-1"})).is_error
+    assert server.token == first  # the same token, issued again

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from faultbench.kernel import CallResult, ToolCallError, World
-from faultbench.kernel.lowlevel import iso_time
+from faultbench.kernel.lowlevel import iso_time, token_expiry
 
 from . import _sdk
 from ._sdk import MODERN_PROTOCOL_VERSIONS, Server
@@ -204,13 +204,17 @@ class WorldServer(Server):
                 hook(session, world)
         return world
 
-    def _request_token(self, ctx: Any) -> str | None:
+    def _request_token(self, ctx: Any, world: World) -> str | None:
         """The access token a call comes with (worlds with `auth:`): an HTTP request's
-        bearer token, else the one issued for `principal`."""
+        bearer token, else the one issued for `principal` (issued again after a reset or a
+        restore to before it: tokens derive from the seed and their number, so it is the
+        same token)."""
         if self.world.spec.auth is None:
             return None
         request = ctx.request
         if request is None:  # in-process or stdio: the server's principal
+            if self.principal is not None and token_expiry(world, self.token or "") is None:
+                self.token = world.issue_token(self.principal)
             return self.token
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         return token.strip() or None if scheme.lower() == "bearer" else None
@@ -260,7 +264,7 @@ class WorldServer(Server):
                     kind="no_session",
                 )
             try:
-                token = self._request_token(ctx)
+                token = self._request_token(ctx, world)
                 args = params.arguments or {}
                 # Worlds without auth: the call exactly as before (no token to pass)
                 result = await (
