@@ -198,3 +198,33 @@ def test_scopes_need_an_auth_block_and_refresh_token_is_reserved():
     auth = "auth: {principals: {p: {scopes: [x]}}}\n"
     with pytest.raises(WorldFileError, match="tool 'refresh_token' is generated"):
         load_spec("<x>", text=auth + base % "refresh_token: {kind: get, record: r}")
+
+
+def test_concurrent_calls_carry_their_own_tokens(world):
+    agent, bot = world.issue_token("support_agent"), world.issue_token("readonly_bot")
+    results = world.call_together(
+        [
+            ("issue_refund", REFUND, bot),
+            ("issue_refund", REFUND, agent),
+            ("get_refund", {"id": "1"}),
+        ]
+    )
+    assert [r.error_kind for r in results] == ["insufficient_scope", None, "unauthorized"]
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_acall_passes_the_token(world, library):
+    token = world.issue_token("support_agent")
+
+    async def main():
+        return await world.acall("issue_refund", REFUND, token=token)
+
+    if library == "trio":
+        import trio
+
+        result = trio.run(main)
+    else:
+        import asyncio
+
+        result = asyncio.run(main())
+    assert result.ok
