@@ -248,7 +248,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler or description; did you mean 'filter'?",
+            "filter, handler, description, set or then; did you mean 'filter'?",
         ),
         (
             8, 14,

@@ -12,8 +12,9 @@ costs a dict lookup, one `msgspec.convert` and the operation itself.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -36,6 +37,7 @@ from .._store._incall import ToolCharges, charging
 from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
+from ._later import schedule, schedule_then
 from ._results import Tool
 
 if TYPE_CHECKING:
@@ -120,6 +122,18 @@ class Transaction(Draft):
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         return tables_to_dict(self.state, self.spec.records)
+
+    def schedule(
+        self,
+        after: float | str | timedelta,
+        record: str,
+        id: str | int,
+        set: Mapping[str, Any],
+    ) -> str:
+        """Change record `id` of `record` to `set` `after` a delay of virtual time (seconds,
+        a duration such as "5m", or a timedelta); returns the effect id. It is part of this
+        call: if the handler fails, it is not scheduled."""
+        return schedule(self, self.spec, self._tables, after, record, id, set)
 
     def running(self, handler: str) -> AbstractContextManager[None]:
         """While `handler` runs on this transaction, the world refuses direct writes."""
@@ -214,19 +228,31 @@ class CompiledOp:
         return _record_json(tx.table(self.record).rows(**args))
 
     def _run_create(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        op = self.spec
+        if op.set:  # `set:` fields are not arguments; they win anyway
+            args.update(op.set)
         try:
-            return _record_json(tx.table(self.record).insert(**args).to_dict())
+            record = tx.table(self.record).insert(**args)
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+        if op.then is not None:
+            schedule_then(tx, tx.seed, op, record.id)
+        return _record_json(record.to_dict())
 
     def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        op = self.spec
         rid = args.pop("id")
+        if op.set:
+            args.update(op.set)
         try:
-            return _record_json(tx.table(self.record).update(rid, **args).to_dict())
+            record = tx.table(self.record).update(rid, **args)
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
         except RecordNotFound as exc:
             raise self._not_found(exc) from None
+        if op.then is not None:
+            schedule_then(tx, tx.seed, op, record.id)
+        return _record_json(record.to_dict())
 
     def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
         try:

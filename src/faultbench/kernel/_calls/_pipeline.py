@@ -44,7 +44,6 @@ from .._store._events import (
     CallFailed,
     CallStarted,
     CallSucceeded,
-    ClockAdvanced,
     Event,
     FaultInjected,
     RecordCreated,
@@ -52,6 +51,7 @@ from .._store._events import (
     RecordUpdated,
     WorldCreated,
 )
+from .._store._later import fire_due, move_clock
 from .._text._show import loggable, show_value
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
@@ -128,6 +128,7 @@ class Pipeline:
         lock is held from deciding to committing (see `Book.lock`)."""
         with self.book.lock:
             d = Draft(self.book.state)
+            fire_due(d, d.state.clock)  # effects due by now come before the call
             op = self.ops.get(tool)
             plan = self.plan()
             if op is not None and not plan.may_fault(op.spec):
@@ -142,6 +143,7 @@ class Pipeline:
         order = canonical_order(calls)
         with self.book.lock:
             d = Draft(self.book.state)
+            fire_due(d, d.state.clock)
             ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
             self.book.commit(d)
         results: list[Any] = [None] * len(calls)
@@ -373,9 +375,9 @@ def _failed(
 
 
 def advance_to(d: Draft, to: datetime, call_id: str) -> None:
-    state = d.state
-    if to > state.clock:
-        d.emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=call_id))
+    """Move the call's clock to `to`; effects due on the way fire (`_store/_later.py`)."""
+    if to > d.state.clock:
+        move_clock(d, to, call_id)
 
 
 def _attempt(

@@ -15,15 +15,15 @@ from .._spec._handlers import HandlerProblem, handler_description, handler_param
 from .._spec._types import OperationSpec, ParamSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
-from ._base import _LoaderBase
+from ._effects import _EffectsLoader
 
-OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
+OPERATION_KEYS = ("kind", "record", "filter", "handler", "description", "set", "then")
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class _OperationsLoader(_LoaderBase):
+class _OperationsLoader(_EffectsLoader):
     def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
@@ -90,6 +90,8 @@ class _OperationsLoader(_LoaderBase):
             return None
         record = self.op_record(tool, kind, ops, decl)
         filters = self.op_filter(tool, kind, decl, record)
+        sets = self.op_set(tool, kind, decl, record)
+        then = self.op_then(tool, kind, decl, record)
         handler = decl.get("handler")
         description = self.text(decl, "description", "description")
         params: tuple[ParamSpec, ...] = ()
@@ -122,6 +124,7 @@ class _OperationsLoader(_LoaderBase):
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
+            set=sets, then=then,
         )  # fmt: skip
 
     def op_record(

@@ -135,6 +135,8 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     if op.kind == "create":
         out = []
         for f in rspec.fields:
+            if f.name in op.set:  # the operation sets it: not an argument
+                continue
             if f.name == "id":
                 text = f"id for the new {_w(rspec.name)}; omit it to get the next free id"
                 out.append(Arg("id", "str", False, description=text))
@@ -154,7 +156,7 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     if op.kind == "update":
         out = [Arg("id", "str", True, description=f"id of the {_w(rspec.name)} to change")]
         for f in rspec.fields:
-            if f.name != "id":
+            if f.name != "id" and f.name not in op.set:
                 text = _about(f, rspec) + "; omit to keep the current value"
                 if f.optional:
                     text += ", null to clear it"

@@ -58,6 +58,33 @@ class ParamSpec(msgspec.Struct, frozen=True):
     description: str = ""  # from the handler docstring's Args:/Parameters section, if any
 
 
+class BranchSpec(msgspec.Struct, frozen=True):
+    """The `or:` of a `then:`: with probability `p`, set these fields instead."""
+
+    p: float
+    set: dict[str, Any]
+
+
+class ThenSpec(msgspec.Struct, frozen=True):
+    """An operation's `then:`: a change to the record it wrote, `after` a duration drawn in
+    [lo, hi] seconds of virtual time (see `_store/_later.py`)."""
+
+    after: tuple[float, float]
+    set: dict[str, Any]
+    branch: BranchSpec | None = None  # `or:`
+    loc: Location | None = None
+
+
+class FeedSpec(msgspec.Struct, frozen=True):
+    """One type of the outbound event feed (top-level `events:`): `refund.updated` is sent
+    for every `update` of a `refund`."""
+
+    type: str
+    record: str
+    on: tuple[str, ...]  # of "create", "update", "delete"
+    loc: Location | None = None
+
+
 class OperationSpec(msgspec.Struct, frozen=True):
     name: str  # the tool name, world-unique
     service: str
@@ -68,6 +95,10 @@ class OperationSpec(msgspec.Struct, frozen=True):
     description: str | None = None  # from the file, else the handler's docstring
     params: tuple[ParamSpec, ...] = ()  # custom operations only
     loc: Location | None = None
+    #: fields a create or update sets, whatever the arguments (they are not arguments)
+    set: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: a later change to the written record (create and update only)
+    then: ThenSpec | None = None
 
     @property
     def qualname(self) -> str:
@@ -111,6 +142,8 @@ class WorldSpec(msgspec.Struct, frozen=True):
     #: sha256 hex of the file's bytes (or of the string loaded), recorded in WorldCreated
     digest: str = ""
     description: str | None = None
+    #: the outbound event feed (`events:`), by event type, file order
+    feeds: dict[str, FeedSpec] = msgspec.field(default_factory=dict)
 
 
 #: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of
@@ -121,6 +154,6 @@ WORLD_ATTRIBUTES: frozenset[str] = frozenset(
         "table", "tables", "clock", "call", "acall", "tools", "tool",
         "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
         "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
-        "from_book", "call_together",
+        "from_book", "call_together", "schedule", "scheduled",
     }
 )  # fmt: skip

@@ -14,7 +14,8 @@ subtracts it, updating does both: O(1) per event, and the sum does not depend on
 which records were written. `state_hash()` then folds in the small scalar parts.
 
 The hash covers: every record (table, id, field values), the id counters, the virtual clock,
-the per-tool counts of valid calls and the call counter. So two worlds with the same hash
+the per-tool counts of valid calls and the call counter, and the scheduled effects not yet
+fired (once a world has scheduled one). So two worlds with the same hash
 answer the same fault-free calls the same way (same records, same new ids and call ids, same
 times). It leaves out the log itself, the seed and the `settings` (run index, fault switch,
 run-time fault rules), so a fork with another run index hashes like its parent. Some fault decisions also read the log's recent past (rate-limit windows
@@ -73,6 +74,17 @@ class Settings(msgspec.Struct, frozen=True, gc=False):
 _SETTINGS = Settings()
 
 
+class Pending(msgspec.Struct, frozen=True, gc=False):
+    """A scheduled effect not yet fired (see `_later.py`), as its `EffectScheduled` says."""
+
+    effect_id: str
+    due: datetime
+    n: int  # scheduling order: ties at `due` fire in this order
+    table: str
+    id: str
+    changes: dict[str, Any]
+
+
 class State(msgspec.Struct, frozen=True, gc=False):
     """One world's state. Build it only with `State.empty`, `apply`, and `derived` (the same
     state seen with other indexes, or another moment's records: views, never new facts)."""
@@ -101,6 +113,10 @@ class State(msgspec.Struct, frozen=True, gc=False):
     #: count, kept per event so a window costs what it holds, not the log's length; derived
     #: from the log's CallStarted / FaultInjected events, so not part of the hash
     admitted: immutables.Map[str, Admitted] = _NO_WINDOWS
+    #: scheduled effects not yet fired, in firing order: by due time, then scheduling order
+    effects: tuple[Pending, ...] = ()
+    #: number of effects scheduled so far: the next one is `e{effect_n + 1}`
+    effect_n: int = 0
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
@@ -130,13 +146,18 @@ class State(msgspec.Struct, frozen=True, gc=False):
 
     def state_hash(self) -> str:
         """Hex digest of everything the hash covers (see module docstring)."""
-        scalar = (
+        scalar: tuple[Any, ...] = (
             f"{self.rsum:064x}",
             self.clock,
             sorted(self.next_ids.items()),
             sorted(self.k.items()),
             self.calls,
         )
+        if self.effect_n:  # a world that never scheduled anything hashes as before
+            scalar += (
+                self.effect_n,
+                [(p.effect_id, p.due, p.table, p.id, p.changes) for p in self.effects],
+            )
         return blake2b(_canon(scalar), digest_size=32).hexdigest()
 
 
