@@ -34,9 +34,11 @@ from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
 from .._store._events import Event
 from .._store._incall import ToolCharges, charging
+from .._store._log import EventLog
 from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
+from ._feed import Feed, page
 from ._later import schedule, schedule_then
 from ._results import Tool
 
@@ -135,6 +137,11 @@ class Transaction(Draft):
         call: if the handler fails, it is not scheduled."""
         return schedule(self, self.spec, self._tables, after, record, id, set)
 
+    def history(self) -> tuple[EventLog, list[Event]]:
+        """The world's log, and the events its call decided before and in this transaction
+        (what the event feed reads)."""
+        return self._book.log, [*self._parent.pending, *self.pending]
+
     def running(self, handler: str) -> AbstractContextManager[None]:
         """While `handler` runs on this transaction, the world refuses direct writes."""
         return self._book.hold(handler)
@@ -184,7 +191,9 @@ class CompiledOp:
     copy of such a value, for a `CallResult` (the cheapest one that is deep: a record is a
     flat dict of scalars, so `dict` copies it entirely)."""
 
-    __slots__ = ("copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator")
+    __slots__ = (
+        "_feed", "copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator",
+    )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
         args = operation_args(op, spec.records)
@@ -202,6 +211,7 @@ class CompiledOp:
             record=op.record,
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
+        self._feed: Feed | None = None  # `list_events` only: made on first use
         self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
         self.copy: Callable[[Any], Any] = _copy_record if op.kind in _ONE_RECORD else _copy_json
 
@@ -259,6 +269,13 @@ class CompiledOp:
             return _record_json(tx.table(self.record).delete(args["id"]).to_dict())
         except RecordNotFound as exc:
             raise self._not_found(exc) from None
+
+    def _run_events(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        feed = self._feed
+        if feed is None:
+            feed = self._feed = Feed(tx.spec)
+        log, pending = tx.history()
+        return page(feed.read(log, pending), args, feed.types)
 
     def _run_custom(self, tx: Transaction, args: dict[str, Any]) -> Any:
         where = self.spec.handler or self.name

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from .._spec._fieldtypes import _coerce, _expected
-from .._spec._types import BranchSpec, FeedSpec, ThenSpec
+from .._spec._types import BranchSpec, FeedSpec, OperationSpec, ThenSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._base import _LoaderBase
@@ -231,6 +231,16 @@ class _EffectsLoader(_LoaderBase):
             if len(self.doc.problems) == before and record is not None:
                 out[name] = FeedSpec(name, record, on, loc=self.loc(body, name))
         return out
+
+    def feed_tool(self, top: dict[Any, Any], feeds: dict[str, FeedSpec]) -> None:
+        """Add `list_events` to the service of the first record the feed follows."""
+        svc = self.records[next(iter(feeds.values())).record].service
+        self.operations[FEED_TOOL] = OperationSpec(
+            FEED_TOOL, svc, "events", filter=tuple(feeds), loc=self.loc(top, "events")
+        )
+        self.services[svc]["operations"].append(FEED_TOOL)
+        self.declared.setdefault(svc, []).append(FEED_TOOL)
+        self.tool_at[FEED_TOOL] = (svc, self.where(top, "events"))
 
     def feed_record(self, body: dict[Any, Any], name: str, decl: dict[Any, Any]) -> str | None:
         record = decl.get("record")

@@ -56,7 +56,7 @@ MAX_FILE_BYTES = 64 * 2**20
 #: the earliest clock start: seed data reaches back 30 days, fault lags up to 10 years
 CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
 
-TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults")
+TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults", "events")
 
 
 def load_spec(
@@ -184,6 +184,9 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         accessors = self.accessors()
         for svc, info in self.services.items():
             self.service_operations(svc, info["body"])
+        feeds = self.feeds(top)
+        if feeds:
+            self.feed_tool(top, feeds)
         for svc, info in self.services.items():
             self.service_seed(svc, info["body"])
         self.check_seed_refs()
@@ -224,6 +227,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             handlers=self.handlers,
             digest=digest,
             description=description,
+            feeds=feeds,
         )
 
     def clock(self, top: dict[Any, Any]) -> datetime:

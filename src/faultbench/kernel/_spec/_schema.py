@@ -115,6 +115,8 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
             )
             for p in op.params
         ]
+    if op.kind == "events":
+        return _feed_args(op)
     rspec = records[op.record]  # type: ignore[index]  # only custom operations have no record
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
@@ -165,6 +167,21 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     raise AssertionError(f"unknown operation kind {op.kind!r}")
 
 
+def _feed_args(op: OperationSpec) -> list[Arg]:
+    """`list_events`: a page of the event feed (`_calls/_feed.py`); `op.filter` holds the
+    feed's event types."""
+    return [
+        Arg("limit", "int", False, description="how many events at most, 1 to 100",
+            has_default=True, default=10),
+        Arg("starting_after", "str", False, description=(
+            "an event id: only the events after it (pass the last id you saw to get what is "
+            "new, or next_cursor to get the next page)")),
+        Arg("since", "datetime", False,
+            description="only the events created at or after this RFC 3339 date-time"),
+        Arg("type", "enum", False, op.filter, description="only the events of this type"),
+    ]  # fmt: skip
+
+
 def _param_text(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
     """A custom handler's argument as the agent reads it: the docstring's words for it, or
     what its name says (`order_id` of a world with orders is an order's id); then what
@@ -203,6 +220,12 @@ def _param_guess(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]
 def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> str:
     if op.description:
         return op.description
+    if op.kind == "events":
+        return (
+            "List the events of the feed (what changed in this world), oldest first, one page "
+            "at a time: has_more says whether more follow, and next_cursor is the "
+            "starting_after that gets them."
+        )
     if op.kind == "custom" or op.record is None:
         return f"Run the {op.name} operation of the {op.service} service."
     r = records[op.record]

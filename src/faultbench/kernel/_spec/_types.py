@@ -16,7 +16,8 @@ from .._errors import Location
 from .._faults._types import FaultRule
 
 FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref"]
-OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
+#: "events" is the event feed's generated `list_events` tool (`events:`), never written
+OperationKind = Literal["get", "list", "create", "update", "delete", "custom", "events"]
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
