@@ -8,7 +8,14 @@ import textwrap
 
 import pytest
 
-from faultbench.kernel import World, WorldFileError, decode_events, encode_events, replay
+from faultbench.kernel import (
+    FaultInjected,
+    World,
+    WorldFileError,
+    decode_events,
+    encode_events,
+    replay,
+)
 from faultbench.kernel.lowlevel import load_spec
 
 WORLD = """\
@@ -204,3 +211,98 @@ def test_a_feed_next_to_a_tool_called_list_events_is_an_error():
     """)
     found = problems(text)
     assert any("already defines one" in p for p in found), found
+
+
+# --- feed faults ------------------------------------------------------------------------------
+
+
+def feed_world(kind: str, **options) -> World:
+    world = fresh()
+    for n in range(4):
+        world.call("issue_refund", {"amount": n})
+        world.clock.advance(30)
+    step = {"kind": kind, **options} if options else kind
+    world.set_faults({"payments.list_events": {"script": {1: step}}})
+    return world
+
+
+def page_ids(world: World, args: dict | None = None) -> tuple[list[str], object]:
+    result = world.call("list_events", args or {})
+    assert result.ok
+    return [e["id"] for e in result.value["data"]], result
+
+
+def test_duplicate_delivery_repeats_one_event_in_a_row():
+    world = feed_world("duplicate_delivery")
+    clean = world.fork(faults=False)
+    ids, result = page_ids(world)
+    expected, _ = page_ids(clean)
+    assert result.fault == "duplicate_delivery"
+    assert len(ids) == len(expected) + 1
+    assert ids[0] == ids[1] == expected[0]  # the first call touches the first event
+    assert list(dict.fromkeys(ids)) == expected
+
+
+def test_out_of_order_swaps_an_event_with_the_one_after_it():
+    world = feed_world("out_of_order")
+    expected, _ = page_ids(world.fork(faults=False))
+    ids, result = page_ids(world)
+    assert result.fault == "out_of_order"
+    assert ids == [expected[1], expected[0], *expected[2:]]
+
+
+def test_dropped_loses_an_event_for_good():
+    world = feed_world("dropped")
+    expected, _ = page_ids(world.fork(faults=False))
+    ids, result = page_ids(world)
+    assert result.fault == "dropped"
+    assert ids == expected[1:]
+    # a cursor past it never brings it back
+    later, _ = page_ids(world, {"starting_after": ids[-1]})
+    assert expected[0] not in later
+
+
+def test_delayed_holds_back_the_newest_events_until_later():
+    world = feed_world("delayed", delay_s=100)
+    expected, _ = page_ids(world.fork(faults=False))
+    ids, result = page_ids(world)
+    assert result.fault == "delayed"
+    assert result.value["has_more"] is False
+    assert ids == expected[: len(ids)]
+    assert 0 < len(ids) < len(expected)
+    world.clock.advance(100)
+    again, _ = page_ids(world, {"starting_after": ids[-1]})
+    assert (ids + again)[: len(expected)] == expected  # (and the effects that fired since)
+
+
+def test_feed_faults_are_logged_with_the_events_they_touched_and_replay():
+    world = feed_world("dropped")
+    ids, _ = page_ids(world)
+    [event] = [e for e in world.events if isinstance(e, FaultInjected)]
+    assert event.kind == "dropped"
+    assert event.detail["events"]
+    assert event.detail["events"][0] not in ids
+    again = replay(SPEC, decode_events(encode_events(world.events)))
+    assert again.state_hash() == world.state_hash()
+    # same seed, same calls, same faults: the same log, byte for byte
+    twin = feed_world("dropped")
+    page_ids(twin)
+    assert encode_events(twin.events) == encode_events(world.events)
+
+
+def test_feed_faults_are_pinned_as_a_script():
+    from faultbench.kernel.lowlevel import faults_received, pin_block
+
+    world = fresh()
+    world.call("issue_refund", {"amount": 1})
+    world.set_faults({"payments.list_events": {"errors": {"delayed": {"p": 1.0, "delay_s": 90}}}})
+    world.call("list_events")
+    pins = faults_received(world.events)
+    assert [str(p) for p in pins] == ["list_events#1 delayed"]
+    block = pin_block(pins, SPEC)
+    assert block == {"payments.list_events": {"script": {1: {"kind": "delayed", "delay_s": 90}}}}
+
+
+def test_a_feed_kind_on_another_operation_is_a_load_error():
+    with pytest.raises(WorldFileError, match=r"dropped cannot happen to payments\.issue_refund"):
+        World.from_spec(SPEC).set_faults({"payments.issue_refund": {"errors": {"dropped": 0.5}}})

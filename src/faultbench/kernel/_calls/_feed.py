@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -194,3 +194,43 @@ def _cursor_seq(cursor: str) -> int:
     if head != "evt" or not digits.isascii() or not digits.isdigit():
         return -1
     return int(digits)
+
+
+# ---------------------------------------------------------------------------------------------
+# Feed faults: the page a flaky delivery gives (kinds of effect "feed", `_faults/_kinds.py`)
+# ---------------------------------------------------------------------------------------------
+
+
+def perturb(
+    value: dict[str, Any], kind: str, k: int, delay_s: float, now: datetime
+) -> tuple[dict[str, Any], list[str]]:
+    """`value` (a page) as the fault `kind` delivers it to the `k`-th call, and the ids of
+    the events it touched. Which event is chosen depends on `k` only, so a replay agrees.
+
+    - duplicate_delivery: one event comes twice in a row;
+    - out_of_order: one event comes before the one it follows;
+    - dropped: one event is missing (a cursor past it never brings it back);
+    - delayed: events younger than `delay_s` are not there yet (the page ends before
+      them, `has_more: false`); a later call sees them."""
+    data = list(value["data"])
+    touched: list[str] = []
+    if kind == "delayed":
+        cutoff = now - timedelta(seconds=delay_s)
+        kept = [e for e in data if datetime.fromisoformat(e["created"]) <= cutoff]
+        touched = [e["id"] for e in data[len(kept) :]]
+        if touched:
+            return {**value, "data": kept, "has_more": False, "next_cursor": None}, touched
+        return value, touched
+    if not data:
+        return value, touched
+    i = (k - 1) % len(data)
+    if kind == "duplicate_delivery":
+        data.insert(i + 1, msgspec.to_builtins(data[i]))
+        touched = [data[i]["id"]]
+    elif kind == "dropped":
+        touched = [data.pop(i)["id"]]
+    elif kind == "out_of_order" and len(data) > 1:
+        j = min(i, len(data) - 2)
+        data[j], data[j + 1] = data[j + 1], data[j]
+        touched = [data[j + 1]["id"], data[j]["id"]]
+    return {**value, "data": data}, touched

@@ -53,6 +53,7 @@ from .._store._events import (
 )
 from .._store._later import fire_due, move_clock
 from .._text._show import loggable, show_value
+from ._feed import perturb
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 
@@ -250,8 +251,9 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
     if decision is None:
         flight.exec_at = flight.end_at = now
         return flight
-    # a malformed answer is logged when its broken text exists (see _malformed)
-    if decision.kind is not None and kind(decision.kind).effect != "malformed":
+    # a malformed answer is logged when its broken text exists (see _malformed), a feed
+    # fault when it knows the events it touched (see _feed)
+    if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATER:
         _log_fault(d, flight, decision.detail())
     return flight
 
@@ -487,6 +489,21 @@ def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) 
         tx.commit()
 
 
+def _feed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here rather than at admission: the event names the feed events it touched.
+    detail = decision.detail()
+    try:
+        value, _ = _attempt(cx, d, flight)  # a read: nothing to commit
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # a bad cursor is answered as it is
+        raise
+    assert decision.kind is not None
+    flight.value, detail["events"] = perturb(
+        value, decision.kind, flight.k, decision.delay_s or 0.0, d.state.clock
+    )
+    _log_fault(d, flight, detail)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -494,7 +511,10 @@ _EFFECTS: dict[str, Executor] = {
     "stale": _stale,
     "malformed": _malformed,
     "duplicate": _duplicate,
+    "feed": _feed,
 }
+#: effects whose FaultInjected is logged by their executor, once it knows what it did
+_LOGGED_LATER = frozenset({"malformed", "feed"})
 
 
 def break_json(text: str) -> str:

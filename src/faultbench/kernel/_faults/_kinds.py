@@ -47,6 +47,7 @@ EFFECTS: dict[str, bool] = {
     "stale": False,  # the answer from the state of `lag_s` seconds ago
     "malformed": False,  # a success whose text is not valid JSON
     "duplicate": False,  # the write applied `1 + times` times; the first answer
+    "feed": False,  # an event feed's page as a flaky delivery gives it (`_calls/_feed.py`)
 }
 
 
@@ -173,6 +174,7 @@ _TIMEOUT = Option("timeout_s", 30.0, "after {}")
 _RETRY_AFTER = Option("retry_after_s", 1.0, "retry after {}")
 _READS = ("get", "list")  # a custom handler's reads are not replayed from the past
 _WRITES = ("create", "update", "delete", "custom")
+_FEED = ("events",)  # the event feed's `list_events` (top-level `events:`)
 
 KINDS: tuple[FaultKind, ...] = (
     # The write commits, then the caller waits `timeout_s` in vain: the famous case.
@@ -225,6 +227,24 @@ KINDS: tuple[FaultKind, ...] = (
         name="rate_limit", effect="fail", default_commit=False, commit_option=False,
         options=(Option("retry_after_s", None, "retry after {}"),), configurable=False,
         message=_rate_limited, refused=True,
+    ),
+    # The event feed delivers at least once, in no promised order, late, or not at all.
+    # Nothing to commit: the feed is read, never written.
+    FaultKind(
+        name="duplicate_delivery", effect="feed", default_commit=False, commit_option=False,
+        applies_to=_FEED,
+    ),
+    FaultKind(
+        name="out_of_order", effect="feed", default_commit=False, commit_option=False,
+        applies_to=_FEED,
+    ),
+    FaultKind(
+        name="delayed", effect="feed", default_commit=False, commit_option=False,
+        options=(Option("delay_s", 60.0, "by {}"),), applies_to=_FEED,
+    ),
+    FaultKind(
+        name="dropped", effect="feed", default_commit=False, commit_option=False,
+        applies_to=_FEED,
     ),
 )  # fmt: skip
 
