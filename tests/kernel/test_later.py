@@ -391,3 +391,18 @@ def op(line: str) -> str:
 def test_world_file_mistakes_in_set_and_then(decl, expected):
     found = problems(op(decl))
     assert any(expected in p for p in found), found
+
+
+def test_effect_events_read_as_one_line_each():
+    from faultbench.kernel.lowlevel import format_event
+
+    world = fresh()
+    world.call("issue_refund", {"amount": 5})
+    world.schedule(after=60, record="refund", id="1", set={"amount": 6})
+    world.call("delete_refund", {"id": "1"})
+    world.clock.advance(600)
+    lines = [format_event(e) for e in world.events if isinstance(e, EffectScheduled | EffectFired)]
+    assert lines[1] == "EffectScheduled e2 refund 1 {amount: 6} at 2025-06-01T00:01:00Z"
+    assert lines[0].startswith('EffectScheduled e1 refund 1 {status: "')
+    assert lines[0].endswith(("(then)", "(or)"))
+    assert lines[2:] == ["EffectFired e2 refund 1 (gone)", "EffectFired e1 refund 1 (gone)"]
