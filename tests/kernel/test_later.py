@@ -406,3 +406,31 @@ def test_effect_events_read_as_one_line_each():
     assert lines[0].startswith('EffectScheduled e1 refund 1 {status: "')
     assert lines[0].endswith(("(then)", "(or)"))
     assert lines[2:] == ["EffectFired e2 refund 1 (gone)", "EffectFired e1 refund 1 (gone)"]
+
+
+def test_many_effects_fire_in_due_then_scheduling_order_whatever_the_steps():
+    import random
+
+    rng = random.Random(21)
+    world = fresh()
+    for n in range(10):
+        world.call("issue_refund", {"amount": n})
+    expected = []
+    for _ in range(60):
+        rid = str(rng.randint(1, 10))
+        after = rng.choice([0, 10, 10, 45, 90, 300])
+        effect = world.schedule(after=after, record="refund", id=rid, set={"amount": 1})
+        expected.append((world.clock.now() + timedelta(seconds=after), int(effect[1:])))
+        if rng.random() < 0.3:
+            world.clock.advance(rng.choice([0, 5, 10, 60]))
+        if rng.random() < 0.2:
+            world.call("get_refund", {"id": rid})
+    world.clock.advance(3600)
+    fired = [e for e in world.events if isinstance(e, EffectFired)]
+    ours = [e for e in fired if int(e.effect_id[1:]) > 10]  # the 10 `then:` effects aside
+    assert [e.at for e in fired] == sorted(e.at for e in fired)
+    assert [int(e.effect_id[1:]) for e in ours] == [n for _, n in sorted(expected)]
+    assert all(e.at == due for e, (due, _) in zip(ours, sorted(expected), strict=True))
+    assert replay(SPEC, decode_events(encode_events(world.events))).state_hash() == (
+        world.state_hash()
+    )

@@ -36,6 +36,7 @@ from .._text._show import iso_time
 if TYPE_CHECKING:
     from .._spec._types import WorldSpec
 
+_RECORD_EVENTS = frozenset({RecordCreated, RecordUpdated, RecordDeleted})
 #: the feed's page size when `limit` is not given, and the most one page may hold
 PAGE_SIZE, MAX_PAGE = 10, 100
 _to_json = msgspec.to_builtins
@@ -106,8 +107,8 @@ class Feed:
             self._take(log[i])
         self._n = n
         self._last = log[n - 1] if n else None
-        if not pending:
-            return list(self.events)
+        if not any(type(ev) in _RECORD_EVENTS for ev in pending):
+            return self.events  # read-only for the caller: the cache's own list
         # a call's own events: read on a copy, the cache keeps the log's only
         saved = self.events, self._rows, self._genesis
         self.events, self._rows = list(self.events), dict(self._rows)
@@ -162,9 +163,8 @@ def page(feed: list[FeedEvent], args: dict[str, Any], types: Sequence[str]) -> d
     after = args.get("starting_after")
     if after is not None:
         seq = _cursor_seq(after)
-        seqs = [e.seq for e in feed]
-        start = bisect.bisect_right(seqs, seq)
-        if seq not in seqs[max(0, start - 1) : start]:
+        start = bisect.bisect_right(feed, seq, key=_seq_of)  # ids grow with the log
+        if start == 0 or feed[start - 1].seq != seq:
             raise InvalidArguments(
                 f"invalid arguments for list_events: starting_after {after!r} is not the id of "
                 "an event of this feed; pass the id of an event list_events returned, or omit "
@@ -187,6 +187,10 @@ def page(feed: list[FeedEvent], args: dict[str, Any], types: Sequence[str]) -> d
         "has_more": has_more,
         "next_cursor": data[-1]["id"] if has_more else None,
     }
+
+
+def _seq_of(e: FeedEvent) -> int:
+    return e.seq
 
 
 def _cursor_seq(cursor: str) -> int:
