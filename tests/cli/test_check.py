@@ -306,3 +306,43 @@ def test_check_summarizes_auth_scopes_and_idempotency(tmp_path):
     assert "      needs scopes: tickets:write\n" in out
     assert "      idempotent: key argument request_id, remembered 2h\n" in out
     assert "  tool edit_ticket(id: str, subject?: str, expected_version?: int)" in out
+
+
+LATER = """\
+name: refunds
+services:
+  payments:
+    records:
+      refund: { id: str, amount: int, status: "enum[pending, succeeded, failed]" }
+    operations:
+      issue_refund:
+        kind: create
+        record: refund
+        set: { status: pending }
+        then: { after: [30s, 5m], set: { status: succeeded }, or: { p: 0.05, set: { status: failed } } }
+events:
+  refund.updated: { record: refund, on: [update] }
+"""
+
+
+def test_check_summarizes_effects_that_happen_later_and_the_event_feed(tmp_path):
+    (tmp_path / "w.yaml").write_text(LATER)
+    proc = faultbench("check", "w.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "  tool issue_refund(amount: int, id?: str)  [create refund]\n" in out
+    assert "      sets: status=pending\n" in out
+    assert "      then: after 30s-5m, status=succeeded; or 5%: status=failed\n" in out
+    assert "  tool list_events(limit?: int, starting_after?: str, since?: datetime, " in out
+    assert "events (1 type, listed by list_events)\n  refund.updated: refund update\n" in out
+
+
+def test_check_reports_a_then_on_a_read_at_its_line(tmp_path):
+    text = LATER.replace(
+        "events:",
+        "      get_refund: { kind: get, record: refund, then: { after: 1m, set: { status: failed } } }\nevents:",
+    )
+    (tmp_path / "w.yaml").write_text(text)
+    proc = faultbench("check", "w.yaml", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("w.yaml:12:48: 'then' is only for kind: create or update")

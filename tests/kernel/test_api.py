@@ -32,6 +32,9 @@ DESIGN_NAMES = {
     "FaultsChanged",
     "CallSucceeded",
     "CallFailed",
+    # effects that happen later (issue 21)
+    "EffectScheduled",
+    "EffectFired",
     # errors
     "FaultbenchError",
     "FaultsDisabled",

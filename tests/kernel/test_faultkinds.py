@@ -29,14 +29,16 @@ from faultbench.kernel._read._reader import load_spec, parse_faults, render_faul
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP_PATH = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
-#: the shop world plus an update operation, for the kinds that only happen to one (conflict)
+#: the shop world plus an update operation, for the kinds that only happen to one (conflict),
+#: and an event feed, so the feed's kinds have a `list_events` to happen to
 SHOP = load_spec(
     SHOP_PATH,
     text=SHOP_PATH.read_text().replace(
         "      get_customer: { kind: get, record: customer }\n",
         "      get_customer: { kind: get, record: customer }\n"
         "      update_customer: { kind: update, record: customer }\n",
-    ),
+    )
+    + "events:\n  refund.created: { record: refund, on: [create] }\n",
 )
 DOC = (ROOT / "docs" / "FAULTS.md").read_text()
 #: calls that succeed on the shop world without faults, one per operation kind a kind may need
@@ -45,6 +47,7 @@ CALLS = {
     "list_orders": {},
     "issue_refund": {"order_id": "1", "amount": 1.0},
     "update_customer": {"id": "1", "city": "Lyon"},
+    "list_events": {},
 }
 BY_NAME = pytest.mark.parametrize("k", KINDS, ids=lambda k: k.name)
 
@@ -91,6 +94,7 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
         "timeout", "timeout_before_commit", "http_500", "http_502", "http_503", "http_429",
         "not_found", "empty_result", "malformed_json", "stale_read", "duplicate",
         "conflict", "token_expired", "revoked",
+        "duplicate_delivery", "out_of_order", "delayed", "dropped",
     )  # fmt: skip
     assert [k.name for k in KINDS if not k.configurable] == ["rate_limit"]
     assert {k.name for k in KINDS if EFFECTS[k.effect]} == FAILURE_KINDS

@@ -14,7 +14,8 @@ from faultbench.kernel.lowlevel import load_spec
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
-    "empty_result, malformed_json, stale_read, duplicate, conflict, token_expired or revoked"
+    "empty_result, malformed_json, stale_read, duplicate, conflict, token_expired, revoked, "
+    "duplicate_delivery, out_of_order, delayed or dropped"
 )
 TYPES = (
     "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
@@ -127,7 +128,7 @@ def test_a_misspelled_services_key_is_reported_once(tmp_path):
         (
             1, 1,
             "unknown key 'servics' in the world file; expected one of name, seed, clock, "
-            "description, services, faults or auth; did you mean 'services'?",
+            "description, services, faults, auth or events; did you mean 'services'?",
         ),
     ]  # fmt: skip
 
@@ -235,7 +236,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             1, 1,
             "unknown key 'nme' in the world file; expected one of name, seed, clock, "
-            "description, services, faults or auth; did you mean 'name'?",
+            "description, services, faults, auth or events; did you mean 'name'?",
         ),
         (
             4, 5,
@@ -250,7 +251,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler, description, idempotency or scopes; did you mean 'filter'?",
+            "filter, handler, description, idempotency, scopes, set or then; did you mean 'filter'?",
         ),
         (
             8, 14,
@@ -261,7 +262,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             8, 60,
             "unknown option 'comit' for timeout; expected one of p, commit, timeout_s, "
-            "retry_after_s, lag_s or times; did you mean 'commit'?",
+            "retry_after_s, lag_s, times or delay_s; did you mean 'commit'?",
         ),
         (
             9, 15,

@@ -106,11 +106,35 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
                 yield (
                     f"      idempotent: key argument {idem.key}, remembered {_secs(idem.window_s)}"
                 )
+            yield from _later(op)
             # What the fault plan can actually do to this tool: kinds that cannot happen to
             # it left out, defaults (a timeout's 30s...) written out.
             yield f"      faults: {describe_rule(effective_rule(spec.faults, op))}"
+    if spec.feeds:
+        yield ""
+        yield f"events ({_n(len(spec.feeds), 'type')}, listed by list_events)"
+        for feed in spec.feeds.values():
+            yield f"  {feed.type}: {feed.record} {', '.join(feed.on)}"
     yield ""
     yield f"OK: {path} is a valid world"
+
+
+def _later(op: Any) -> Iterable[str]:
+    """An operation's `set:` and `then:`, e.g. `then: after 30s-5m, status=succeeded`."""
+    if op.set:
+        yield f"      sets: {_values(op.set)}"
+    then = op.then
+    if then is not None:
+        lo, hi = then.after
+        after = _secs(lo) if lo == hi else f"{_secs(lo)}-{_secs(hi)}"
+        text = f"      then: after {after}, {_values(then.set)}"
+        if then.branch is not None:
+            text += f"; or {_num(then.branch.p * 100)}%: {_values(then.branch.set)}"
+        yield text
+
+
+def _values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
 def describe_rule(rule: Any) -> str:

@@ -39,6 +39,8 @@ from ._store._events import CallFailed as CallFailed
 from ._store._events import CallStarted as CallStarted
 from ._store._events import CallSucceeded as CallSucceeded
 from ._store._events import ClockAdvanced as ClockAdvanced
+from ._store._events import EffectFired as EffectFired
+from ._store._events import EffectScheduled as EffectScheduled
 from ._store._events import Event as Event
 from ._store._events import FaultInjected as FaultInjected
 from ._store._events import FaultsChanged as FaultsChanged
@@ -70,6 +72,8 @@ __all__ = [
     "CallSucceeded",
     "ClockAdvanced",
     "ClockOverflow",
+    "EffectFired",
+    "EffectScheduled",
     "Event",
     "EventDiff",
     "EventLog",

@@ -12,8 +12,9 @@ costs a dict lookup, one `msgspec.convert` and the operation itself.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -34,11 +35,14 @@ from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
 from .._store._events import Event
 from .._store._incall import ToolCharges, charging
+from .._store._log import EventLog
 from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
 from ._auth import REFRESH_TOOL, refresh_spec, run_refresh
+from ._feed import Feed, page
 from ._idempotency import idempotent
+from ._later import schedule, schedule_then
 from ._results import Tool
 
 if TYPE_CHECKING:
@@ -127,6 +131,23 @@ class Transaction(Draft):
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         return tables_to_dict(self.state, self.spec.records)
 
+    def schedule(
+        self,
+        after: float | str | timedelta,
+        record: str,
+        id: str | int,
+        set: Mapping[str, Any],
+    ) -> str:
+        """Change record `id` of `record` to `set` `after` a delay of virtual time (seconds,
+        a duration such as "5m", or a timedelta); returns the effect id. It is part of this
+        call: if the handler fails, it is not scheduled."""
+        return schedule(self, self.spec, self._tables, after, record, id, set)
+
+    def history(self) -> tuple[EventLog, list[Event]]:
+        """The world's log, and the events its call decided before and in this transaction
+        (what the event feed reads)."""
+        return self._book.log, [*self._parent.pending, *self.pending]
+
     def running(self, handler: str) -> AbstractContextManager[None]:
         """While `handler` runs on this transaction, the world refuses direct writes."""
         return self._book.hold(handler)
@@ -177,7 +198,8 @@ class CompiledOp:
     flat dict of scalars, so `dict` copies it entirely)."""
 
     __slots__ = (
-        "copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator", "version",
+        "_feed", "copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator",
+        "version",
     )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
@@ -196,6 +218,7 @@ class CompiledOp:
             record=op.record,
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
+        self._feed: Feed | None = None  # `list_events` only: made on first use
         self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
         rspec = spec.records.get(op.record) if op.record else None
         #: the record's `version` field, for `expected_version` (updates only)
@@ -230,28 +253,47 @@ class CompiledOp:
         return _record_json(tx.table(self.record).rows(**args))
 
     def _run_create(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        op = self.spec
+        if op.set:  # `set:` fields are not arguments; they win anyway
+            args.update(op.set)
         try:
-            return _record_json(tx.table(self.record).insert(**args).to_dict())
+            record = tx.table(self.record).insert(**args)
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
+        if op.then is not None:
+            schedule_then(tx, tx.seed, op, record.id)
+        return _record_json(record.to_dict())
 
     def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        op = self.spec
         rid = args.pop("id")
         expected = args.pop("expected_version", None)
         if expected is not None and self.version is not None:
             check_version(self.spec.qualname, self.record, self.version, tx, rid, expected)
+        if op.set:
+            args.update(op.set)
         try:
-            return _record_json(tx.table(self.record).update(rid, **args).to_dict())
+            record = tx.table(self.record).update(rid, **args)
         except RecordError as exc:
             raise InvalidArguments(f"invalid arguments for {self.name}: {exc}") from None
         except RecordNotFound as exc:
             raise self._not_found(exc) from None
+        if op.then is not None:
+            schedule_then(tx, tx.seed, op, record.id)
+        return _record_json(record.to_dict())
 
     def _run_delete(self, tx: Transaction, args: dict[str, Any]) -> Any:
         try:
             return _record_json(tx.table(self.record).delete(args["id"]).to_dict())
         except RecordNotFound as exc:
             raise self._not_found(exc) from None
+
+    def _run_events(self, tx: Transaction, args: dict[str, Any]) -> Any:
+        feed = self._feed
+        if feed is None:
+            feed = self._feed = Feed(tx.spec)
+        log, pending = tx.history()
+        return page(feed.read(log, pending), args, feed.types)
 
     def _run_custom(self, tx: Transaction, args: dict[str, Any]) -> Any:
         where = self.spec.handler or self.name

@@ -44,7 +44,6 @@ from .._store._events import (
     CallFailed,
     CallStarted,
     CallSucceeded,
-    ClockAdvanced,
     Event,
     FaultInjected,
     RecordCreated,
@@ -52,8 +51,10 @@ from .._store._events import (
     RecordUpdated,
     WorldCreated,
 )
+from .._store._later import fire_due, move_clock
 from .._text._show import loggable, show_value
 from ._auth import authorize, checked, refusal, run_refresh, token_fault
+from ._feed import perturb
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 from ._versions import conflict
@@ -131,6 +132,7 @@ class Pipeline:
         access token, in a world with `auth:` (see `_auth.py`)."""
         with self.book.lock:
             d = Draft(self.book.state)
+            fire_due(d, d.state.clock)  # effects due by now come before the call
             op = self.ops.get(tool)
             plan = self.plan()
             if op is not None and not plan.may_fault(op.spec) and self.spec.auth is None:
@@ -146,6 +148,7 @@ class Pipeline:
         order = canonical_order([(c[0], c[1]) for c in calls])
         with self.book.lock:
             d = Draft(self.book.state)
+            fire_due(d, d.state.clock)
             ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
             self.book.commit(d)
         results: list[Any] = [None] * len(calls)
@@ -268,8 +271,9 @@ def admit(
     if decision is None:
         flight.exec_at = flight.end_at = now
         return flight
-    # a malformed answer is logged when its broken text exists (see _malformed)
-    if decision.kind is not None and kind(decision.kind).effect != "malformed":
+    # a malformed answer is logged when its broken text exists (see _malformed), a feed
+    # fault when it knows the events it touched (see _feed)
+    if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATER:
         _log_fault(d, flight, decision.detail())
     return flight
 
@@ -402,9 +406,9 @@ def _failed(
 
 
 def advance_to(d: Draft, to: datetime, call_id: str) -> None:
-    state = d.state
-    if to > state.clock:
-        d.emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=call_id))
+    """Move the call's clock to `to`; effects due on the way fire (`_store/_later.py`)."""
+    if to > d.state.clock:
+        move_clock(d, to, call_id)
 
 
 def _attempt(
@@ -515,6 +519,21 @@ def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) 
         tx.commit()
 
 
+def _feed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here rather than at admission: the event names the feed events it touched.
+    detail = decision.detail()
+    try:
+        value, _ = _attempt(cx, d, flight)  # a read: nothing to commit
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # a bad cursor is answered as it is
+        raise
+    assert decision.kind is not None
+    flight.value, detail["events"] = perturb(
+        value, decision.kind, flight.k, decision.delay_s or 0.0, d.state.clock
+    )
+    _log_fault(d, flight, detail)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -524,7 +543,10 @@ _EFFECTS: dict[str, Executor] = {
     "duplicate": _duplicate,
     "conflict": conflict,
     "token": token_fault,
+    "feed": _feed,
 }
+#: effects whose FaultInjected is logged by their executor, once it knows what it did
+_LOGGED_LATER = frozenset({"malformed", "feed"})
 
 
 def break_json(text: str) -> str:

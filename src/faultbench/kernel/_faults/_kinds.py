@@ -49,6 +49,7 @@ EFFECTS: dict[str, bool] = {
     "duplicate": False,  # the write applied `1 + times` times; the first answer
     "conflict": True,  # another client writes the record first; 409, the write does not run
     "token": True,  # the call's access token expires or is revoked; 401
+    "feed": False,  # an event feed's page as a flaky delivery gives it (`_calls/_feed.py`)
 }
 
 
@@ -175,6 +176,7 @@ _TIMEOUT = Option("timeout_s", 30.0, "after {}")
 _RETRY_AFTER = Option("retry_after_s", 1.0, "retry after {}")
 _READS = ("get", "list")  # a custom handler's reads are not replayed from the past
 _WRITES = ("create", "update", "delete", "custom")
+_FEED = ("events",)  # the event feed's `list_events` (top-level `events:`)
 
 KINDS: tuple[FaultKind, ...] = (
     # The write commits, then the caller waits `timeout_s` in vain: the famous case.
@@ -254,6 +256,24 @@ KINDS: tuple[FaultKind, ...] = (
             "401 Unauthorized: {name}: the access token has been revoked; refreshing it will "
             "not help: a new token must be issued"
         ),
+    ),
+    # The event feed delivers at least once, in no promised order, late, or not at all.
+    # Nothing to commit: the feed is read, never written.
+    FaultKind(
+        name="duplicate_delivery", effect="feed", default_commit=False, commit_option=False,
+        applies_to=_FEED,
+    ),
+    FaultKind(
+        name="out_of_order", effect="feed", default_commit=False, commit_option=False,
+        applies_to=_FEED,
+    ),
+    FaultKind(
+        name="delayed", effect="feed", default_commit=False, commit_option=False,
+        options=(Option("delay_s", 60.0, "by {}"),), applies_to=_FEED,
+    ),
+    FaultKind(
+        name="dropped", effect="feed", default_commit=False, commit_option=False,
+        applies_to=_FEED,
     ),
 )  # fmt: skip
 

@@ -120,6 +120,7 @@ class FaultDecision(msgspec.Struct, frozen=True):
     retry_after_s: float | None = None  # http_429 / rate_limit
     lag_s: float | None = None  # stale_read: how old the state answered from is
     times: int = 1  # duplicate: extra applications of the write
+    delay_s: float | None = None  # delayed: events younger than this are held back
     message: str = ""  # failure kinds: exactly what the agent reads
     source: str | None = None  # "script", "rate_limit", "not_found_if_newer_than", "random"
     k: int = 0

@@ -35,6 +35,7 @@ class ErrorRule(msgspec.Struct, frozen=True):
     retry_after_s: float | None = None  # http_429
     lag_s: float | None = None  # stale_read
     times: int | None = None  # duplicate: how many extra applications
+    delay_s: float | None = None  # delayed: how late the feed's newest events come
 
 
 class RateLimit(msgspec.Struct, frozen=True):

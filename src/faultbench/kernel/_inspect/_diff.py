@@ -21,6 +21,8 @@ from .._store._events import (
     CallStarted,
     CallSucceeded,
     ClockAdvanced,
+    EffectFired,
+    EffectScheduled,
     Event,
     FaultInjected,
     RecordCreated,
@@ -93,6 +95,15 @@ def format_event(event: Event, limit: int = 160) -> str:
         text = f"{name} at seq {event.parent_seq} run={event.run}"
         if not event.faults:
             text += " faults=off"
+    elif isinstance(event, EffectScheduled):
+        branch = f" ({event.branch})" if event.branch else ""
+        text = (
+            f"{name} {event.effect_id} {event.table} {event.id} {format_value(event.changes)} "
+            f"at {iso_time(event.due)}{branch}"
+        )
+    elif isinstance(event, EffectFired):
+        gone = "" if event.outcome == "applied" else f" ({event.outcome})"
+        text = f"{name} {event.effect_id} {event.table} {event.id}{gone}"
     else:  # an event type added later: still readable
         fields = {f: getattr(event, f) for f in event.__struct_fields__ if f not in ("seq", "at")}
         text = f"{name} {format_value(fields)}"

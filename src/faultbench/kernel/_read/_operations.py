@@ -16,15 +16,18 @@ from .._spec._types import OperationSpec, ParamSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._auth import _AuthLoader
+from ._effects import _EffectsLoader
 from ._writes import _WritesLoader
 
-OPERATION_KEYS = ("kind", "record", "filter", "handler", "description", "idempotency", "scopes")
+OPERATION_KEYS = (
+    "kind", "record", "filter", "handler", "description", "idempotency", "scopes", "set", "then",
+)  # fmt: skip
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class _OperationsLoader(_AuthLoader, _WritesLoader):
+class _OperationsLoader(_AuthLoader, _WritesLoader, _EffectsLoader):
     def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
@@ -93,6 +96,8 @@ class _OperationsLoader(_AuthLoader, _WritesLoader):
         filters = self.op_filter(tool, kind, decl, record)
         idempotency = self.op_idempotency(tool, kind, decl, record)
         scopes = self.op_scopes(tool, decl, self.auth)
+        sets = self.op_set(tool, kind, decl, record)
+        then = self.op_then(tool, kind, decl, record)
         handler = decl.get("handler")
         description = self.text(decl, "description", "description")
         params: tuple[ParamSpec, ...] = ()
@@ -125,7 +130,7 @@ class _OperationsLoader(_AuthLoader, _WritesLoader):
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
-            idempotency=idempotency, scopes=scopes,
+            idempotency=idempotency, scopes=scopes, set=sets, then=then,
         )  # fmt: skip
 
     def op_record(

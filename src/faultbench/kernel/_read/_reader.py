@@ -57,7 +57,7 @@ MAX_FILE_BYTES = 64 * 2**20
 #: the earliest clock start: seed data reaches back 30 days, fault lags up to 10 years
 CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
 
-TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults", "auth")
+TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults", "auth", "events")
 
 
 def load_spec(
@@ -188,6 +188,9 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         for svc, info in self.services.items():
             self.service_operations(svc, info["body"])
         self.check_generated_tools()
+        feeds = self.feeds(top)
+        if feeds:
+            self.feed_tool(top, feeds)
         for svc, info in self.services.items():
             self.service_seed(svc, info["body"])
         self.check_seed_refs()
@@ -229,6 +232,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             digest=digest,
             description=description,
             auth=self.auth,
+            feeds=feeds,
         )
 
     def clock(self, top: dict[Any, Any]) -> datetime:

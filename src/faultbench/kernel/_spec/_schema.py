@@ -148,6 +148,8 @@ def _kind_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
             )
             for p in op.params
         ]
+    if op.kind == "events":
+        return _feed_args(op)
     rspec = records[op.record]  # type: ignore[index]  # only custom operations have no record
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
@@ -168,6 +170,8 @@ def _kind_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
     if op.kind == "create":
         out = []
         for f in rspec.fields:
+            if f.name in op.set:  # the operation sets it: not an argument
+                continue
             if f.name == "id":
                 text = f"id for the new {_w(rspec.name)}; omit it to get the next free id"
                 out.append(Arg("id", "str", False, description=text))
@@ -187,13 +191,28 @@ def _kind_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
     if op.kind == "update":
         out = [Arg("id", "str", True, description=f"id of the {_w(rspec.name)} to change")]
         for f in rspec.fields:
-            if f.name != "id":
+            if f.name != "id" and f.name not in op.set:
                 text = _about(f, rspec) + "; omit to keep the current value"
                 if f.optional:
                     text += ", null to clear it"
                 out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
         return out
     raise AssertionError(f"unknown operation kind {op.kind!r}")
+
+
+def _feed_args(op: OperationSpec) -> list[Arg]:
+    """`list_events`: a page of the event feed (`_calls/_feed.py`); `op.filter` holds the
+    feed's event types."""
+    return [
+        Arg("limit", "int", False, description="how many events at most, 1 to 100",
+            has_default=True, default=10),
+        Arg("starting_after", "str", False, description=(
+            "an event id: only the events after it (pass the last id you saw to get what is "
+            "new, or next_cursor to get the next page)")),
+        Arg("since", "datetime", False,
+            description="only the events created at or after this RFC 3339 date-time"),
+        Arg("type", "enum", False, op.filter, description="only the events of this type"),
+    ]  # fmt: skip
 
 
 def _param_text(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
@@ -234,6 +253,12 @@ def _param_guess(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]
 def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> str:
     if op.description:
         return op.description
+    if op.kind == "events":
+        return (
+            "List the events of the feed (what changed in this world), oldest first, one page "
+            "at a time: has_more says whether more follow, and next_cursor is the "
+            "starting_after that gets them."
+        )
     if op.kind == "custom" or op.record is None:
         return f"Run the {op.name} operation of the {op.service} service."
     r = records[op.record]

@@ -16,7 +16,8 @@ from .._errors import Location
 from .._faults._types import FaultRule
 
 FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref", "version"]
-OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
+#: "events" is the event feed's generated `list_events` tool (`events:`), never written
+OperationKind = Literal["get", "list", "create", "update", "delete", "custom", "events"]
 
 
 class FieldSpec(msgspec.Struct, frozen=True):
@@ -79,6 +80,33 @@ class AuthSpec(msgspec.Struct, frozen=True):
     loc: Location | None = None
 
 
+class BranchSpec(msgspec.Struct, frozen=True):
+    """The `or:` of a `then:`: with probability `p`, set these fields instead."""
+
+    p: float
+    set: dict[str, Any]
+
+
+class ThenSpec(msgspec.Struct, frozen=True):
+    """An operation's `then:`: a change to the record it wrote, `after` a duration drawn in
+    [lo, hi] seconds of virtual time (see `_store/_later.py`)."""
+
+    after: tuple[float, float]
+    set: dict[str, Any]
+    branch: BranchSpec | None = None  # `or:`
+    loc: Location | None = None
+
+
+class FeedSpec(msgspec.Struct, frozen=True):
+    """One type of the outbound event feed (top-level `events:`): `refund.updated` is sent
+    for every `update` of a `refund`."""
+
+    type: str
+    record: str
+    on: tuple[str, ...]  # of "create", "update", "delete"
+    loc: Location | None = None
+
+
 class OperationSpec(msgspec.Struct, frozen=True):
     name: str  # the tool name, world-unique
     service: str
@@ -91,6 +119,10 @@ class OperationSpec(msgspec.Struct, frozen=True):
     loc: Location | None = None
     idempotency: IdempotencySpec | None = None
     scopes: tuple[str, ...] = ()  # every scope a caller needs (worlds with `auth:`)
+    #: fields a create or update sets, whatever the arguments (they are not arguments)
+    set: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: a later change to the written record (create and update only)
+    then: ThenSpec | None = None
 
     @property
     def qualname(self) -> str:
@@ -135,6 +167,8 @@ class WorldSpec(msgspec.Struct, frozen=True):
     digest: str = ""
     description: str | None = None
     auth: AuthSpec | None = None  # None: the world has no `auth:` block; calls need no token
+    #: the outbound event feed (`events:`), by event type, file order
+    feeds: dict[str, FeedSpec] = msgspec.field(default_factory=dict)
 
 
 #: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of
@@ -145,6 +179,6 @@ WORLD_ATTRIBUTES: frozenset[str] = frozenset(
         "table", "tables", "clock", "call", "acall", "tools", "tool",
         "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
         "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
-        "from_book", "call_together", "issue_token",
+        "from_book", "call_together", "issue_token", "schedule", "scheduled",
     }
 )  # fmt: skip

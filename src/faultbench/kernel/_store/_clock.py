@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .._text._utc import to_utc
 from ._book import atomic
-from ._events import ClockAdvanced
+from ._later import move_clock
 
 if TYPE_CHECKING:
     from ._book import Store
@@ -82,7 +82,6 @@ class VirtualClock:
 
     def _move(self, to: datetime) -> datetime:
         store = self._store
-        state = store.state
-        if to != state.clock:
-            store.emit(ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=store.call_id))
+        # effects due on the way fire at their time (`_later.py`)
+        move_clock(store, to, store.call_id)
         return to

@@ -103,6 +103,35 @@ class ClockAdvanced(Event, frozen=True):
     call_id: str | None = None
 
 
+# --- effects that happen later (`_later.py`) ---------------------------------------------------
+
+
+class EffectScheduled(Event, frozen=True):
+    """A change to a record, due at `due` on the virtual clock: an operation's `then:`
+    (its duration and branch already drawn), or `world.schedule(...)`. It stays pending in
+    the state until the clock reaches `due`; then `EffectFired` and the record's change."""
+
+    effect_id: str  # "e1", "e2", ...: the world's effects in scheduling order
+    due: datetime
+    table: str
+    id: str
+    changes: dict[str, Any]  # the fields to set, as the record stores them
+    call_id: str | None = None  # the call that scheduled it; None for world.schedule
+    #: for a `then:`, the branch drawn: "then" or "or"; "" for world.schedule
+    branch: str = ""
+
+
+class EffectFired(Event, frozen=True):
+    """A scheduled effect came due. The record events it causes follow it, without a call
+    id (no call made them); `outcome` is "applied", or "gone" when the record had been
+    deleted in the meantime (nothing changes)."""
+
+    effect_id: str
+    table: str
+    id: str
+    outcome: str = "applied"
+
+
 # --- calls -----------------------------------------------------------------------------------
 
 
@@ -213,6 +242,8 @@ AnyEvent = (
     | RecordUpdated
     | RecordDeleted
     | ClockAdvanced
+    | EffectScheduled
+    | EffectFired
     | CallStarted
     | FaultInjected
     | CallSucceeded

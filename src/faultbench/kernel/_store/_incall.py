@@ -20,7 +20,8 @@ from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ._events import ClockAdvanced, Event, FaultInjected
+from ._events import Event, FaultInjected
+from ._later import move_clock
 from ._state import State
 
 
@@ -83,9 +84,7 @@ class ToolCharges:
                     to = state.clock + timedelta(seconds=seconds)
                 except OverflowError:
                     continue  # past datetime's year 9999: the call cannot take longer
-                store.emit(
-                    ClockAdvanced(seq=state.seq, at=state.clock, to=to, call_id=self.call_id)
-                )
+                move_clock(store, to, self.call_id)
         self.items.clear()
         self.first = first
         return first

@@ -29,6 +29,8 @@ from ._events import (
     CallStarted,
     CallSucceeded,
     ClockAdvanced,
+    EffectFired,
+    EffectScheduled,
     Event,
     FaultInjected,
     FaultsChanged,
@@ -48,6 +50,7 @@ from ._indexes import TableIndex
 from ._state import (
     Admitted,
     KeyEntry,
+    Pending,
     Settings,
     State,
     TokenEntry,
@@ -193,6 +196,34 @@ def _clock_advanced(s: State, e: ClockAdvanced) -> State:
     return _replace(s, clock=e.to, seq=s.seq + 1)
 
 
+def _effect_scheduled(s: State, e: EffectScheduled) -> State:
+    n = s.effect_n + 1
+    p = Pending(e.effect_id, e.due, n, e.table, e.id, e.changes)
+    key = (e.due, n)
+    # Kept sorted by (due, scheduling order): firing takes from the front. Few are pending
+    # at once, so a tuple copied on insert is cheaper than any tree.
+    i = len(s.effects)
+    while i > 0 and (s.effects[i - 1].due, s.effects[i - 1].n) > key:
+        i -= 1
+    effects = (*s.effects[:i], p, *s.effects[i:])
+    return _replace(s, seq=s.seq + 1, effects=effects, effect_n=n)
+
+
+def _effect_fired(s: State, e: EffectFired) -> State:
+    for i, p in enumerate(s.effects):
+        if p.effect_id == e.effect_id:
+            if e.at < p.due:
+                raise ReplayError(
+                    f"event {e.seq} (EffectFired) fires {e.effect_id} at {e.at.isoformat()}, "
+                    f"before it is due ({p.due.isoformat()})."
+                )
+            return _replace(s, seq=s.seq + 1, effects=s.effects[:i] + s.effects[i + 1 :])
+    raise ReplayError(
+        f"event {e.seq} (EffectFired) fires {e.effect_id!r}, which is not pending at that "
+        "point of the log."
+    )
+
+
 def _call_started(s: State, e: CallStarted) -> State:
     if e.k is None:  # rejected: no k, and in no rate window
         k, admitted = s.k, s.admitted
@@ -290,6 +321,8 @@ _CASES: dict[type[Event], Callable[[State, Any], State]] = {
     RecordUpdated: _record_updated,
     RecordDeleted: _record_deleted,
     ClockAdvanced: _clock_advanced,
+    EffectScheduled: _effect_scheduled,
+    EffectFired: _effect_fired,
     CallStarted: _call_started,
     FaultInjected: _fault_injected,
     CallSucceeded: _bump,

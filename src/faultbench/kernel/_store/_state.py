@@ -14,7 +14,8 @@ subtracts it, updating does both: O(1) per event, and the sum does not depend on
 which records were written. `state_hash()` then folds in the small scalar parts.
 
 The hash covers: every record (table, id, field values), the id counters, the virtual clock,
-the per-tool counts of valid calls and the call counter. So two worlds with the same hash
+the per-tool counts of valid calls and the call counter, and the scheduled effects not yet
+fired (once a world has scheduled one). So two worlds with the same hash
 answer the same fault-free calls the same way (same records, same new ids and call ids, same
 times). It leaves out the log itself, the seed and the `settings` (run index, fault switch,
 run-time fault rules), so a fork with another run index hashes like its parent. Some fault decisions also read the log's recent past (rate-limit windows
@@ -94,6 +95,17 @@ _NO_KEYS: immutables.Map[str, KeyEntry] = immutables.Map()
 _NO_TOKENS: immutables.Map[str, TokenEntry] = immutables.Map()
 
 
+class Pending(msgspec.Struct, frozen=True, gc=False):
+    """A scheduled effect not yet fired (see `_later.py`), as its `EffectScheduled` says."""
+
+    effect_id: str
+    due: datetime
+    n: int  # scheduling order: ties at `due` fire in this order
+    table: str
+    id: str
+    changes: dict[str, Any]
+
+
 class State(msgspec.Struct, frozen=True, gc=False):
     """One world's state. Build it only with `State.empty`, `apply`, and `derived` (the same
     state seen with other indexes, or another moment's records: views, never new facts)."""
@@ -129,6 +141,10 @@ class State(msgspec.Struct, frozen=True, gc=False):
     #: sum of the digests of `keys` and `tokens` entries mod 2**256, kept like `rsum`; 0 for
     #: a world that uses neither, whose hash is then what it was before they existed
     xsum: int = 0
+    #: scheduled effects not yet fired, in firing order: by due time, then scheduling order
+    effects: tuple[Pending, ...] = ()
+    #: number of effects scheduled so far: the next one is `e{effect_n + 1}`
+    effect_n: int = 0
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
@@ -167,6 +183,11 @@ class State(msgspec.Struct, frozen=True, gc=False):
         )
         if self.xsum:  # keys and tokens change what later calls answer
             scalar = (*scalar, f"{self.xsum:064x}")
+        if self.effect_n:  # a world that never scheduled anything hashes as before
+            scalar += (
+                self.effect_n,
+                [(p.effect_id, p.due, p.table, p.id, p.changes) for p in self.effects],
+            )
         return blake2b(_canon(scalar), digest_size=32).hexdigest()
 
 

@@ -25,6 +25,7 @@ from .._spec._types import WorldSpec
 from .._store._book import Book
 from .._store._events import (
     ClockAdvanced,
+    EffectScheduled,
     Event,
     LogRewound,
     RecordCreated,
@@ -107,6 +108,9 @@ class _Coercer:
             old = self._fix(ev.table, ev.old) or ev.old
             old = self._in_order(ev.table, old)
             return ev if old is ev.old else msgspec.structs.replace(ev, old=old)
+        if type(ev) is EffectScheduled:  # what it sets reaches a record when it fires
+            changes = self._fix(ev.table, ev.changes)
+            return ev if changes is None else msgspec.structs.replace(ev, changes=changes)
         return ev
 
 

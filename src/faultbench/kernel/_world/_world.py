@@ -36,7 +36,7 @@ from .._store._tables import Table, table_of
 from .._text._names import did_you_mean
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from .._faults._types import FaultRule
     from .._inspect._diff import StateDiff
@@ -208,6 +208,27 @@ class World:
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         """Every table as a list of record dicts, in id order."""
         return tables_to_dict(self._book.state, self._spec.records)
+
+    # --- effects that happen later (`_calls/_later.py`) --------------------------------------
+
+    def schedule(
+        self, after: float | str | timedelta, record: str, id: str | int, set: Mapping[str, Any]
+    ) -> str:
+        """Change record `id` of `record` to `set` after a delay of virtual time (seconds, a
+        duration such as "5m", or a timedelta); returns the effect id ("e1", ...). It fires
+        when a call or `clock.advance` reaches its time (docs/WORLDS.md)."""
+        from .._calls._later import schedule
+
+        self._book.refuse_own_handler("world.schedule()")
+        with self._book.lock:
+            return schedule(self._book, self._spec, self._tables, after, record, id, set)
+
+    @property
+    def scheduled(self) -> list[dict[str, Any]]:
+        """The effects waiting to fire, in firing order (effect id, due, record, id, set)."""
+        from .._calls._later import pending_effects
+
+        return pending_effects(self._book.state)
 
     # --- tools and calls ---------------------------------------------------------------------
 

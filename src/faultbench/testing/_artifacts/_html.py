@@ -277,7 +277,53 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
                 "meta": meta,
             }
         )
-    return {"lanes": lanes, "calls": rows, "span": span, "origin": iso_time(origin)}
+    effects = _effects(events, origin)
+    if effects:
+        for mark in effects:
+            mark["lane"] = len(lanes)
+            span = max(span, mark["t"])
+        lanes.append(EFFECTS_LANE)
+    return {
+        "lanes": lanes,
+        "calls": rows,
+        "effects": effects,
+        "span": span,
+        "origin": iso_time(origin),
+    }
+
+
+#: the lane of the scheduled effects that fired (`then:`, `world.schedule`)
+EFFECTS_LANE = "scheduled effects"
+
+
+def _effects(events: list[Event], origin: datetime) -> list[dict[str, Any]]:
+    """The scheduled effects that fired, as marks: when, which record, and each field's
+    change (`pending` -> `succeeded`), from `EffectFired` and the update that follows it."""
+    from faultbench.kernel import EffectFired, RecordUpdated
+
+    marks: list[dict[str, Any]] = []
+    for i, ev in enumerate(events):
+        if not isinstance(ev, EffectFired):
+            continue
+        after = events[i + 1] if i + 1 < len(events) else None
+        changes: dict[str, list[Any]] = {}
+        if (
+            isinstance(after, RecordUpdated)
+            and after.call_id is None
+            and (after.table, after.id) == (ev.table, ev.id)
+        ):
+            changes = {k: [after.old.get(k), v] for k, v in after.changes.items()}
+        marks.append(
+            {
+                "t": _ms(ev.at, origin),
+                "effect": ev.effect_id,
+                "record": ev.table,
+                "id": ev.id,
+                "outcome": ev.outcome,
+                "changes": json.loads(json.dumps(changes, default=str)),
+            }
+        )
+    return marks
 
 
 def _state_change(spec: WorldSpec, events: list[Event]) -> dict[str, Any] | None:
