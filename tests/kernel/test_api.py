@@ -64,6 +64,11 @@ RETURNED_TYPES = {
     "AnyEvent",
     # a line of an append-only log file (serve --events), never in a world's log
     "LogRewound",
+    # what `trace.check(policy)` takes and `trace.grade` returns (docs/CHECKS.md)
+    "Checks",
+    "Policy",
+    "Grade",
+    "Violation",
 }
 
 

@@ -14,6 +14,7 @@ import msgspec
 
 from .._errors import Location
 from .._faults._types import FaultRule
+from ._checks import Checks
 
 FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref"]
 OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
@@ -111,6 +112,8 @@ class WorldSpec(msgspec.Struct, frozen=True):
     #: sha256 hex of the file's bytes (or of the string loaded), recorded in WorldCreated
     digest: str = ""
     description: str | None = None
+    #: the top-level `expect_state`, `nothing_else_changes`, `policies` and `milestones`
+    checks: Checks = Checks()
 
 
 #: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of

@@ -1,0 +1,75 @@
+"""Grading each run on its checks: the world file's `expect_state`, `nothing_else_changes`,
+`policies` and `milestones`, plus the test's own (`@pytest.mark.checks(...)`).
+
+The kernel grades (`Trace.grade`); this module finds the checks of a run, and turns the
+grade into the run's outcome: a run whose test passed but that broke a policy or an
+expectation fails, with a message naming the violations and the calls that made them (an
+agent failure, so `min_pass_rate` may tolerate it). The grade travels on the report
+(`violations`, `score`, `milestones`) for the summary, the gate and the HTML report.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+
+    from faultbench.kernel import World
+
+__all__ = ["grade_run", "marker_checks"]
+
+
+def marker_checks(item: pytest.Item, world: World) -> Any:
+    """The checks of a run: the world file's, merged with the test's `checks` markers
+    (closest last). Raises ValueError for a marker written wrongly."""
+    from faultbench.kernel import Checks
+
+    checks = world.spec.checks
+    marks = list(item.iter_markers("checks"))
+    if not marks:
+        return checks
+    tools = list(world.spec.operations)
+    tables = {name: [f.name for f in r.fields] for name, r in world.spec.records.items()}
+    for mark in reversed(marks):  # iter_markers gives the closest first
+        if mark.args:
+            raise ValueError(
+                "Expected @pytest.mark.checks(policies={...}, expect_state={...}, "
+                f"nothing_else_changes=True, milestones={{...}}). Instead, received positional "
+                f"arguments {mark.args!r}"
+            )
+        checks = checks.merged(Checks.parse(mark.kwargs, tools=tools, tables=tables))
+    return checks
+
+
+def grade_run(item: pytest.Item, world: World, report: Any, data: dict[str, Any]) -> None:
+    """Grade the run and record it on `data`; fail a passing run that broke a check."""
+    try:
+        checks = marker_checks(item, world)
+    except ValueError as exc:
+        text = f"@pytest.mark.checks: {exc}"
+        data["problem"] = text
+        data.setdefault("message", text)
+        if not report.failed:
+            report.outcome = "failed"
+            report.longrepr = text
+        return
+    if not checks:
+        return
+    result = world.trace.grade(checks)
+    if result.milestones:
+        data["milestones"] = dict(result.milestones)
+        data["score"] = result.score
+    if not result.violations:
+        return
+    data["violations"] = [
+        {"rule": v.rule, "message": v.message, "calls": list(v.calls), "call_ids": list(v.call_ids)}
+        for v in result.violations
+    ]
+    text = result.message()
+    if report.failed:
+        report.sections.append(("faultbench: checks", text))
+        return
+    report.outcome = "failed"
+    report.longrepr = f"{text}\nCalls: {world.trace.summary() or 'no calls'}\n{world.trace}"
+    data["message"] = text

@@ -1,0 +1,114 @@
+"""Checks after every run (docs/CHECKS.md): the world file's policies and expectations, and a
+test's own `@pytest.mark.checks(...)`. A run whose assertions pass but that broke a policy
+fails, naming the calls that broke it."""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_plugin import match
+
+#: passes its own assertion (order 1 refunded), and also refunds order 2, which nobody asked
+SLOPPY = """
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(2)
+{marks}
+def test_refund(world):
+    world.call("get_order", {{"id": "1"}})
+    world.call("issue_refund", {{"order_id": "1", "amount": 5.0}})
+    world.call("issue_refund", {{"order_id": "2", "amount": 5.0}})
+    assert world.refunds.where(order_id="1")
+"""
+
+
+def test_a_passing_run_that_breaks_a_world_file_policy_fails(fb):
+    world = (fb.path / "world.yaml").read_text()
+    world += "\npolicies:\n  never: {issue_refund: {order_id: {not_in: ['1']}}}\n"
+    (fb.path / "world.yaml").write_text(world)
+    fb.makepyfile(test_refund=SLOPPY.format(marks=""))
+    result = fb.runpytest("--faultbench-no-early-stop")
+    result.assert_outcomes(failed=2)
+    match(
+        result,
+        [
+            "test_refund.py::test_refund: 0/2 passed (0%)*-> FAIL",
+            "    run0: get_order → issue_refund → issue_refund",
+            "        Expected the run to keep its checks. Instead, 1 violation:",
+            '          never: issue_refund where order_id not in ["1"]: call 3 '
+            'issue_refund(order_id="2", amount=5.0)',
+        ],
+    )
+
+
+def test_the_checks_marker_adds_rules_and_expectations(fb):
+    marks = (
+        "@pytest.mark.checks(policies={'before': {'issue_refund': 'get_order'}}, "
+        "expect_state={'refund': [{'where': {'order_id': '1'}, 'count': 1}]}, "
+        "nothing_else_changes=True)"
+    )
+    fb.makepyfile(test_refund=SLOPPY.format(marks=marks))
+    result = fb.runpytest("-x")
+    result.assert_outcomes(failed=1)
+    match(
+        result,
+        [
+            "*Expected the run to keep its checks. Instead, 2 violations:",
+            "*before: {issue_refund: get_order}: call 3 issue_refund(order_id=\"2\", amount=5.0) "
+            "had no successful get_order sharing an argument value before it",
+            "*nothing_else_changes: 1 record changed outside expect_state:",
+            '*+ refund 2 {order_id: "2", amount: 5.0}',
+        ],
+    )
+
+
+def test_a_run_that_keeps_its_checks_passes(fb):
+    marks = (
+        "@pytest.mark.checks(policies={'max_calls': {'issue_refund': 2}, "
+        "'at_most_once': {'issue_refund': ['order_id']}}, "
+        "expect_state={'order': {'where': {'id': '1'}, 'unchanged': True}})"
+    )
+    fb.makepyfile(test_refund=SLOPPY.format(marks=marks))
+    fb.runpytest().assert_outcomes(passed=2)
+
+
+def test_a_tolerated_violation_counts_against_the_gate(fb):
+    marks = "@pytest.mark.min_pass_rate(0.5)\n@pytest.mark.checks(policies={'max_calls': {'issue_refund': 1}})"
+    fb.makepyfile(test_refund=SLOPPY.format(marks=marks))
+    result = fb.runpytest("--faultbench-no-early-stop")
+    assert result.ret == 1
+    match(
+        result,
+        [
+            "test_refund.py tt*",
+            "test_refund.py::test_refund: 0/2 passed (0%)*min_pass_rate=50% -> FAIL",
+            "    run0 (tolerated): get_order → issue_refund → issue_refund",
+            "*max_calls: {issue_refund: 1}: 2 calls to issue_refund (call 3 over the limit)",
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("marks", "error"),
+    [
+        ("@pytest.mark.checks(policies={'nevr': ['issue_refund']})", "unknown policy rule 'nevr'*did you mean 'never'?"),
+        ("@pytest.mark.checks(policies={'never': ['issue_refnd']})", "*no tool 'issue_refnd'*did you mean 'issue_refund'?"),
+        ("@pytest.mark.checks({'never': []})", "*Instead, received positional arguments*"),
+    ],
+)
+def test_a_bad_checks_marker_is_an_error_not_a_failure(fb, marks, error):
+    fb.makepyfile(test_refund=SLOPPY.format(marks=marks))
+    result = fb.runpytest("--faultbench-no-early-stop")
+    result.assert_outcomes(errors=2)
+    match(result, [f"*@pytest.mark.checks: {error}"])
+
+
+def test_a_bad_check_in_the_world_file_names_its_line(fb):
+    world = (fb.path / "world.yaml").read_text()
+    world += "\npolicies:\n  never: [issue_refnd]\n"
+    (fb.path / "world.yaml").write_text(world)
+    fb.makepyfile(test_refund=SLOPPY.format(marks=""))
+    result = fb.runpytest()
+    lines = len(world.rstrip().splitlines())
+    match(result, [f"*world.yaml:{lines}:3: never: no tool 'issue_refnd' in this world*did you mean 'issue_refund'?"])
