@@ -55,7 +55,7 @@ def test_the_checks_marker_adds_rules_and_expectations(fb):
         result,
         [
             "*Expected the run to keep its checks. Instead, 2 violations:",
-            "*before: {issue_refund: get_order}: call 3 issue_refund(order_id=\"2\", amount=5.0) "
+            '*before: {issue_refund: get_order}: call 3 issue_refund(order_id="2", amount=5.0) '
             "had no successful get_order sharing an argument value before it",
             "*nothing_else_changes: 1 record changed outside expect_state:",
             '*+ refund 2 {order_id: "2", amount: 5.0}',
@@ -92,8 +92,14 @@ def test_a_tolerated_violation_counts_against_the_gate(fb):
 @pytest.mark.parametrize(
     ("marks", "error"),
     [
-        ("@pytest.mark.checks(policies={'nevr': ['issue_refund']})", "unknown policy rule 'nevr'*did you mean 'never'?"),
-        ("@pytest.mark.checks(policies={'never': ['issue_refnd']})", "*no tool 'issue_refnd'*did you mean 'issue_refund'?"),
+        (
+            "@pytest.mark.checks(policies={'nevr': ['issue_refund']})",
+            "unknown policy rule 'nevr'*did you mean 'never'?",
+        ),
+        (
+            "@pytest.mark.checks(policies={'never': ['issue_refnd']})",
+            "*no tool 'issue_refnd'*did you mean 'issue_refund'?",
+        ),
         ("@pytest.mark.checks({'never': []})", "*Instead, received positional arguments*"),
     ],
 )
@@ -111,4 +117,9 @@ def test_a_bad_check_in_the_world_file_names_its_line(fb):
     fb.makepyfile(test_refund=SLOPPY.format(marks=""))
     result = fb.runpytest()
     lines = len(world.rstrip().splitlines())
-    match(result, [f"*world.yaml:{lines}:3: never: no tool 'issue_refnd' in this world*did you mean 'issue_refund'?"])
+    match(
+        result,
+        [
+            f"*world.yaml:{lines}:3: never: no tool 'issue_refnd' in this world*did you mean 'issue_refund'?"
+        ],
+    )

@@ -29,10 +29,10 @@ from ._errors import ToolCallError as ToolCallError
 from ._errors import UnknownTool as UnknownTool
 from ._errors import WorldFileError as WorldFileError
 from ._inspect._diff import EventDiff as EventDiff
-from ._inspect._grade import Grade as Grade
-from ._inspect._grade import Violation as Violation
 from ._inspect._diff import StateDiff as StateDiff
 from ._inspect._diff import diff_events as diff_events
+from ._inspect._grade import Grade as Grade
+from ._inspect._grade import Violation as Violation
 from ._inspect._trace import Trace as Trace
 from ._spec._checks import Checks as Checks
 from ._spec._checks import Policy as Policy

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -50,8 +50,16 @@ RULES = (
 )
 CONDITION_OPS = ("eq", "ne", "in", "not_in")
 
+_T = TypeVar("_T")
+
 #: the problem callback: (container, key, message, at_value)
 Report = Callable[[Any, Any, str, bool], None]
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules as records: what `_inspect/_grade.py` evaluates. Tool names stay patterns here
+# (matched against each call's tool), so a rule reads as it was written.
+# ---------------------------------------------------------------------------------------------
 
 
 class ArgCondition(msgspec.Struct, frozen=True):
@@ -235,7 +243,7 @@ def as_checks(value: Any) -> Checks:
     )
 
 
-def _raise_or(parse: Callable[[Report], Any]) -> Any:
+def _raise_or(parse: Callable[[Report], _T]) -> _T:
     problems: list[str] = []
 
     def report(container: Any, key: Any, message: str, at_value: bool) -> None:
@@ -314,11 +322,14 @@ class _Parser:
                     f"{short_repr(value)}; expected e.g. '{example}'", True)  # fmt: skip
         return []
 
-    def tool(self, container: Any, key: Any, name: Any, rule: str) -> bool:
+    def tool(self, container: Any, key: Any, name: Any, rule: str, at_value: bool = False) -> bool:
         """Whether `name` is a tool pattern matching a tool of the world (always, without one)."""
         if not isinstance(name, str) or not name:
             self.report(
-                container, key, f"{rule}: a tool name must be text, not {short_repr(name)}", False
+                container,
+                key,
+                f"{rule}: a tool name must be text, not {short_repr(name)}",
+                at_value,
             )
             return False
         if self.tools is None or any(fnmatchcase(t, name) for t in self.tools):
@@ -326,7 +337,7 @@ class _Parser:
         tools = sorted(self.tools)
         self.report(container, key, f"{rule}: no tool '{name}' in this world; expected one of "
                     f"{one_of(tools)} (or a pattern such as 'cancel_*'){did_you_mean(name, tools)}",
-                    False)  # fmt: skip
+                    at_value)  # fmt: skip
         return False
 
     # --- policies ----------------------------------------------------------------------------
@@ -355,7 +366,7 @@ class _Parser:
             if not self.tool(body, tool, tool, "before"):
                 continue
             if isinstance(first, str):
-                if self.tool(body, tool, first, "before"):
+                if self.tool(body, tool, first, "before", at_value=True):
                     out.append(BeforeRule(tool, first))
                 continue
             if not isinstance(first, dict) or "tool" not in first:
@@ -374,7 +385,7 @@ class _Parser:
                 self.report(first, "match", "match must map an argument of the later call to one "
                             "of the earlier call, e.g. 'match: {order_id: id}'", True)  # fmt: skip
                 continue
-            if self.tool(first, "tool", first["tool"], "before"):
+            if self.tool(first, "tool", first["tool"], "before", at_value=True):
                 out.append(BeforeRule(tool, first["tool"], tuple(match.items())))
 
     def _at_most_once(self, parent: Any, key: str, out: list[OnceRule]) -> None:
@@ -389,6 +400,7 @@ class _Parser:
             parent, key, "at_most_once", "at_most_once: {issue_refund: [order_id]}"
         )
         for tool in body or {}:
+            assert body is not None
             if not self.tool(body, tool, tool, "at_most_once"):
                 continue
             keys = [] if body[tool] is None else self._names(body, tool, "at_most_once's key",
@@ -575,7 +587,7 @@ class _Parser:
                             "pattern) or 'state' (an expectation on records)", False)  # fmt: skip
                 continue
             if "call" in m:
-                if self.tool(m, "call", m["call"], f"milestone '{name}'"):
+                if self.tool(m, "call", m["call"], f"milestone '{name}'", at_value=True):
                     conds = self.conditions(m, "args", f"milestone '{name}'") if "args" in m else ()
                     call = CallPattern(m["call"], conds)
                 else:
