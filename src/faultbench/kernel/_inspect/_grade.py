@@ -245,7 +245,11 @@ def _confirmation(
         if any(used <= n <= no - 1 for n in confirms):
             used = no
             continue
-        why = "no user turn" if not turns else "no confirming user turn since the last such call"
+        why = (
+            "no user turn" if not turns
+            else "no confirming user turn since the last such call" if used
+            else "no confirming user turn"
+        )  # fmt: skip
         rule = f"requires_confirmation: [{', '.join(patterns)}]"
         out.append(
             _v("requires_confirmation", f"{rule}: {_call(no, c)} had {why} before it", [no], calls)
