@@ -123,3 +123,52 @@ def test_a_bad_check_in_the_world_file_names_its_line(fb):
             f"*world.yaml:{lines}:3: never: no tool 'issue_refnd' in this world*did you mean 'issue_refund'?"
         ],
     )
+
+
+#: run i refunds order 1 only when i is even, and reads it only when i < 2
+PARTIAL = """
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(4)
+@pytest.mark.min_pass_rate(0.5)
+@pytest.mark.min_mean_score({score})
+@pytest.mark.checks(milestones={{
+    "read": {{"call": "get_order", "args": {{"id": "1"}}}},
+    "refunded": {{"state": {{"refund": {{"where": {{"order_id": "1"}}, "count": 1}}}}, "weight": 3}},
+}})
+def test_partial(world, faultbench_run):
+    i = faultbench_run.index
+    if i < 2:
+        world.call("get_order", {{"id": "1"}})
+    if i % 2 == 0:
+        world.call("issue_refund", {{"order_id": "1", "amount": 1.0}})
+    assert i != 3
+"""
+
+
+def test_milestones_give_a_mean_score_the_gate_can_require(fb):
+    fb.makepyfile(test_partial=PARTIAL.format(score=0.6))
+    result = fb.runpytest("--faultbench-no-early-stop")
+    # scores: run0 1, run1 .25, run2 .75, run3 0 (a failing run is scored too): mean .5;
+    # sd sqrt((.25 + .0625 + .0625 + .25) / 3) = .456435, t(3) = 3.182: half-width .726
+    match(
+        result,
+        [
+            "test_partial.py::test_partial: 3/4 passed (75%) [95% CI 30.1%-95.4%] pass^3=25% "
+            "min_pass_rate=50%; mean score 0.50 [95% CI 0.00-1.00] min_mean_score=0.6 -> FAIL",
+            "    milestones: read 2/4 (50%), refunded 2/4 (50%)",
+        ],
+    )
+    assert result.ret == 1
+    fb.makepyfile(test_partial=PARTIAL.format(score=0.5))
+    result = fb.runpytest("--faultbench-no-early-stop")
+    match(result, ["*mean score 0.50 [95% CI 0.00-1.00] min_mean_score=0.5 -> PASS"])
+    assert result.ret == 0
+
+
+def test_a_bad_min_mean_score_is_an_error(fb):
+    fb.makepyfile(test_partial=PARTIAL.format(score=2))
+    result = fb.runpytest("--faultbench-no-early-stop")
+    result.assert_outcomes(errors=4)
+    match(result, ["*Expected @pytest.mark.min_mean_score(score) with 0 <= score <= 1*"])

@@ -43,6 +43,10 @@ class Run:
     state_hash: str | None = None
     events_file: str | None = None
     world_file: str | None = None  # the world file the run was made with
+    #: its milestone score in [0, 1] and which milestones it hit (docs/CHECKS.md)
+    score: float | None = None
+    milestones: dict[str, bool] | None = None
+    min_mean_score: float | None = None
 
 
 @dataclass
@@ -62,7 +66,23 @@ class Group:
         return sum(r.outcome == "error" for r in self.runs.values())
 
     def gate(self) -> Gate:
-        return decide(*self.counts(), self.min_pass_rate, self.errors())
+        ran = [r for r in self.runs.values() if r.outcome in ("passed", "failed")]
+        scores = tuple(r.score for r in ran if r.score is not None)
+        wanted = [r.min_mean_score for r in self.runs.values() if r.min_mean_score is not None]
+        return decide(
+            *self.counts(), self.min_pass_rate, self.errors(), scores, max(wanted, default=None)
+        )
+
+    def milestone_rates(self) -> list[tuple[str, int, int]]:
+        """(milestone, runs that hit it, runs graded on it), in the order first seen."""
+        hits: dict[str, list[int]] = {}
+        for _, r in sorted(self.runs.items()):
+            if r.outcome in ("passed", "failed") and r.milestones:
+                for name, hit in r.milestones.items():
+                    h = hits.setdefault(name, [0, 0])
+                    h[0] += bool(hit)
+                    h[1] += 1
+        return [(name, h[0], h[1]) for name, h in hits.items()]
 
     @property
     def complete(self) -> bool:
@@ -107,7 +127,10 @@ class Tally:
                 run.message = data.get("message")
             elif report.skipped:
                 run.outcome = "skipped"
-            for key in ("summary", "events", "state_hash", "events_file", "world_file", "crashes"):
+            for key in (
+                "summary", "events", "state_hash", "events_file", "world_file", "crashes",
+                "score", "milestones", "min_mean_score",
+            ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
         elif report.when == "teardown":
@@ -147,6 +170,12 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
     if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
+    rates = group.milestone_rates()
+    if rates:
+        lines.append(
+            "    milestones: "
+            + ", ".join(f"{name} {hit}/{n} ({100 * hit / n:.0f}%)" for name, hit, n in rates)
+        )
     failing = group.failing()
     decoded: dict[int, list[Event]] = {}
     for n, run in enumerate(failing):

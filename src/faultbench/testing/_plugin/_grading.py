@@ -17,7 +17,19 @@ if TYPE_CHECKING:
 
     from faultbench.kernel import World
 
-__all__ = ["grade_run", "marker_checks"]
+__all__ = ["grade_run", "marker_checks", "min_mean_score"]
+
+
+def min_mean_score(mark: Any) -> float:
+    """The value of `@pytest.mark.min_mean_score(s)`; ValueError unless 0 <= s <= 1."""
+    args = [*mark.args, *mark.kwargs.values()]
+    score = args[0] if len(args) == 1 else None
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise ValueError(
+            "Expected @pytest.mark.min_mean_score(score) with 0 <= score <= 1 (the mean "
+            f"milestone score over the runs). Instead, received: {mark.args!r} {mark.kwargs!r}"
+        )
+    return float(score)
 
 
 def marker_checks(item: pytest.Item, world: World) -> Any:
@@ -46,8 +58,15 @@ def grade_run(item: pytest.Item, world: World, report: Any, data: dict[str, Any]
     """Grade the run and record it on `data`; fail a passing run that broke a check."""
     try:
         checks = marker_checks(item, world)
+        mark = item.get_closest_marker("min_mean_score")
+        if mark is not None:
+            data["min_mean_score"] = min_mean_score(mark)
     except ValueError as exc:
-        text = f"@pytest.mark.checks: {exc}"
+        text = (
+            f"{exc}"
+            if str(exc).startswith("Expected @pytest.mark.min_mean")
+            else f"@pytest.mark.checks: {exc}"
+        )
         data["problem"] = text
         data.setdefault("message", text)
         if not report.failed:
