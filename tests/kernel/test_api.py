@@ -112,6 +112,9 @@ LOWLEVEL_NAMES = {
     # a fault_inject wrapper inside a world's tool charges the running call
     "running_call",
     "ToolCharges",
+    # a failing run against the closest passing one, in words (summary, report, `diff`)
+    "explain_runs",
+    "RunExplanation",
 }
 
 

@@ -172,3 +172,45 @@ def test_a_bad_min_mean_score_is_an_error(fb):
     result = fb.runpytest("--faultbench-no-early-stop")
     result.assert_outcomes(errors=4)
     match(result, ["*Expected @pytest.mark.min_mean_score(score) with 0 <= score <= 1*"])
+
+
+def test_the_report_marks_the_calls_that_broke_a_check_and_explains_the_diff(fb):
+    import json
+    import re
+
+    fb.makepyfile(
+        test_refund="""
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(2)
+@pytest.mark.min_pass_rate(0.5)
+@pytest.mark.checks(policies={"never": {"issue_refund": {"order_id": {"ne": "1"}}}})
+def test_refund(world, faultbench_run):
+    world.call("get_order", {"id": "1"})
+    world.call("issue_refund", {"order_id": "1", "amount": 5.0})
+    if faultbench_run.index == 1:
+        world.call("issue_refund", {"order_id": "2", "amount": 5.0})
+"""
+    )
+    result = fb.runpytest("--faultbench-no-early-stop", "--faultbench-report", "out")
+    match(
+        result,
+        [
+            "    run1 (tolerated): get_order → issue_refund → issue_refund",
+            "        Expected the run to keep its checks. Instead, 1 violation:",
+            '*never: issue_refund where order_id!="1": call 3 issue_refund(order_id="2", amount=5.0)',
+            "        against run0 (closest passing run):",
+            '          run1 called issue_refund(amount=5.0, order_id="2") (call 3) -> refund 2 created',
+        ],
+    )
+    html = (fb.path / "out" / "faultbench-report.html").read_text()
+    found = re.findall(r'<script type="application/json" id="([^"]+)">(.*?)</script>', html, re.S)
+    data = {name: json.loads(text) for name, text in found}
+    run = next(v for k, v in data.items() if k.startswith("run-") and v["index"] == 1)
+    assert [v["rule"] for v in run["violations"]] == ["never"]
+    assert [c["i"] for c in run["calls"] if c.get("broke")] == [2]
+    assert run["explained"]["against"] == 0
+    assert run["explained"]["lines"][0] == (
+        'run1 called issue_refund(amount=5.0, order_id="2") (call 3) -> refund 2 created'
+    )

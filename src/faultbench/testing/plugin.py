@@ -633,7 +633,11 @@ class FaultbenchSession:
         verbose = config.get_verbosity() > 0
         for group in groups:
             for line in render_group(
-                group, display=self._display, reproduce=self._reproduce, verbose=verbose
+                group,
+                display=self._display,
+                reproduce=self._reproduce,
+                verbose=verbose,
+                diff=config.getoption("faultbench_diff", "calls"),
             ):
                 markup = {}
                 if line.startswith(self._display(group.name) + ":"):

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._gate._report import Group, Run, closest_passing
+from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._stats import pass_hat_k
 
 if TYPE_CHECKING:
@@ -171,6 +171,8 @@ def _run_detail(
         "lanes": [],
         "state": None,
         "diff": None,
+        "explained": None,
+        "violations": run.violations or [],
     }
     if run.events is None:
         return out
@@ -181,10 +183,14 @@ def _run_detail(
         events = decoded[run.index] = list(decode_events(run.events.encode()))
     spec = _spec(events, specs)
     out.update(_timeline(events, spec))
+    _mark_violations(out)
     out["n_events"] = len(events)
     if spec is not None:
         out["state"] = _state_change(spec, events)
     if run.outcome == "failed":
+        near = closest_explained(group, run, decoded, candidates=DIFF_CANDIDATES)
+        if near is not None:
+            out["explained"] = {"against": near[0].index, "lines": near[1].lines()}
         best = closest_passing(
             group, run, decoded, max_lines=DIFF_LINES, candidates=DIFF_CANDIDATES
         )
@@ -275,6 +281,16 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
             }
         )
     return {"lanes": lanes, "calls": rows, "span": span, "origin": iso_time(origin)}
+
+
+def _mark_violations(detail: dict[str, Any]) -> None:
+    """Each call that broke a check carries the rules it broke (the timeline marks it)."""
+    by_id = {c["meta"]["call_id"]: c for c in detail["calls"]}
+    for v in detail["violations"]:
+        for call_id in v.get("call_ids", []):
+            call = by_id.get(call_id)
+            if call is not None:
+                call.setdefault("broke", []).append(v["message"])
 
 
 def _state_change(spec: WorldSpec, events: list[Event]) -> dict[str, Any] | None:

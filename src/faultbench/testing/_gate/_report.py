@@ -14,8 +14,9 @@ from ._stats import Gate, decide
 
 if TYPE_CHECKING:
     from faultbench.kernel import Event, EventDiff
+    from faultbench.kernel.lowlevel import RunExplanation
 
-__all__ = ["Group", "Run", "Tally", "closest_passing", "render_group"]
+__all__ = ["Group", "Run", "Tally", "closest_explained", "closest_passing", "render_group"]
 
 #: failing runs shown with their message and event-log diff (the rest get their call line)
 DETAILED_FAILURES = 5
@@ -47,6 +48,8 @@ class Run:
     score: float | None = None
     milestones: dict[str, bool] | None = None
     min_mean_score: float | None = None
+    #: the checks it broke: {"rule", "message", "calls", "call_ids"} (docs/CHECKS.md)
+    violations: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -129,7 +132,7 @@ class Tally:
                 run.outcome = "skipped"
             for key in (
                 "summary", "events", "state_hash", "events_file", "world_file", "crashes",
-                "score", "milestones", "min_mean_score",
+                "score", "milestones", "min_mean_score", "violations",
             ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
@@ -161,9 +164,12 @@ def _indent(text: str, prefix: str) -> list[str]:
     return [prefix + line for line in text.splitlines()]
 
 
-def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = False) -> list[str]:
+def render_group(
+    group: Group, *, display: Any, reproduce: Any, verbose: bool = False, diff: str = "calls"
+) -> list[str]:
     """The summary lines of one group: its gate, then each failing run's call line,
-    assertion message, event-log diff against the closest passing run and the command that
+    assertion message, how it differs from the closest passing run (`diff="calls"`: in
+    words, then the end states; `"events"`: the event-log diff) and the command that
     reproduces it. `display(nodeid)` shortens a node id for people; `reproduce(nodeid)` is
     the command."""
     gate = group.gate()
@@ -197,7 +203,11 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
         if run.crashes:
             lines.append("        Handler traceback:")
             lines += ["          " + c for c in run.crashes.splitlines()]
-        diff_lines = _closest_diff(group, run, decoded)
+        diff_lines = (
+            _closest_diff(group, run, decoded)
+            if diff == "events"
+            else _closest_explained(group, run, decoded)
+        )
         lines += ["        " + d for d in diff_lines]
         if run.events_file:
             lines.append(
@@ -221,6 +231,41 @@ def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Event]]) -> li
         return [f"event log: the same as run{other.index}'s ({d.len_a} events)"]
     head = f"event log against run{other.index} (closest passing run; - run{other.index}, + run{run.index}):"
     return [head, *_indent(str(d), "  ")]
+
+
+def _closest_explained(group: Group, run: Run, decoded: dict[int, list[Event]]) -> list[str]:
+    """How `run` differs from the passing run of its group closest to it, in words."""
+    if run.events is None:
+        return []
+    best = closest_explained(group, run, decoded)
+    if best is None:
+        return ["no passing run to compare with"]
+    other, x = best
+    return [f"against run{other.index} (closest passing run):", *_indent(str(x), "  ")]
+
+
+def closest_explained(
+    group: Group, run: Run, decoded: dict[int, list[Event]], *, candidates: int | None = None
+) -> tuple[Run, RunExplanation] | None:
+    """The passing run of `group` whose calls and end state are closest to `run`'s, and the
+    explanation of `run` against it; None without a passing run."""
+    passing = [p for p in group.passing() if p.events is not None]
+    if run.events is None or not passing:
+        return None
+    from faultbench.kernel.lowlevel import explain_runs
+
+    mine = _events(run, decoded)
+    if candidates is not None and len(passing) > candidates:
+        passing.sort(key=lambda p: abs(len(_events(p, decoded)) - len(mine)))
+        passing = passing[:candidates]
+    best = None
+    for p in passing:
+        x = explain_runs(
+            _events(p, decoded), mine, a_name=f"run{p.index}", b_name=f"run{run.index}"
+        )
+        if best is None or x.distance < best[1].distance:
+            best = (p, x)
+    return best
 
 
 def closest_passing(
