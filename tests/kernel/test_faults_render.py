@@ -12,6 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from faultbench.kernel._faults._injections import TEMPLATES
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
 from faultbench.kernel._faults._plan import APPLIES_TO
 from faultbench.kernel._read._faultblock import render_duration
@@ -141,11 +142,17 @@ _latency = st.one_of(
         lambda t: {"p50": t[0], "p99": t[0] + t[1]}
     ),
 )
+_words = st.text(st.characters(categories=("L", "N", "Zs")), min_size=1, max_size=30)
+
 #: every option of every kind, from the registry: a new kind's options get drawn too
 _OPTIONS = {
     "commit": st.booleans(),
     **{
-        o.name: st.integers(1, 100) if o.whole else _seconds
+        o.name: st.integers(1, 100)
+        if o.whole
+        else (st.sampled_from(sorted(TEMPLATES)) if o.name == "template" else _words)
+        if o.text
+        else _seconds
         for k in KINDS
         if k.configurable
         for o in k.options

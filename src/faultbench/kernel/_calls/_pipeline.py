@@ -36,6 +36,7 @@ from .._errors import (
     format_traceback,
     unknown_tool_text,
 )
+from .._faults._injections import injection_text, plant
 from .._faults._kinds import kind
 from .._faults._plan import FaultDecision, FaultPlan, created_field
 from .._faults._rules import BY_ID
@@ -249,9 +250,13 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
         flight.exec_at = flight.end_at = now
         return flight
     # a malformed answer is logged when its broken text exists (see _malformed)
-    if decision.kind is not None and kind(decision.kind).effect != "malformed":
+    if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATE:
         _log_fault(d, flight, decision.detail())
     return flight
+
+
+#: effects whose fault is logged by their executor, with the text it made
+_LOGGED_LATE = frozenset({"malformed", "inject"})
 
 
 def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
@@ -485,6 +490,27 @@ def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) 
         tx.commit()
 
 
+def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here, with what was placed: `injected` is the text, `into` the records that
+    # carry it (or `text`, the whole answer, when it went after the answer's text).
+    detail = decision.detail()
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        raise
+    tx.commit()
+    payload = injection_text(decision)
+    detail["injected"] = payload
+    value, into = plant(flight.value, decision.field, payload)
+    if into:
+        flight.value = value
+        detail["into"] = into
+    else:  # no such string field in the answer: the text follows the answer's
+        flight.text = detail["text"] = _encode(flight.value).decode() + "\n\n" + payload
+    _log_fault(d, flight, detail)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -492,6 +518,7 @@ _EFFECTS: dict[str, Executor] = {
     "stale": _stale,
     "malformed": _malformed,
     "duplicate": _duplicate,
+    "inject": _inject,
 }
 
 

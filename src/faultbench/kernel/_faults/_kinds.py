@@ -47,6 +47,7 @@ EFFECTS: dict[str, bool] = {
     "stale": False,  # the answer from the state of `lag_s` seconds ago
     "malformed": False,  # a success whose text is not valid JSON
     "duplicate": False,  # the write applied `1 + times` times; the first answer
+    "inject": False,  # a success whose records (or text) carry a planted instruction
 }
 
 
@@ -76,6 +77,8 @@ class Option(msgspec.Struct, frozen=True):
     shown: str
     #: a whole number (1 to MAX_TIMES); otherwise a duration in seconds
     whole: bool = False
+    #: text (a field name, a template name, a payload), not a number
+    text: bool = False
 
 
 class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
@@ -219,6 +222,17 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind(
         name="duplicate", effect="duplicate", default_commit=True, commit_option=False,
         options=(Option("times", 1, "{} extra", whole=True),), applies_to=_WRITES,
+    ),
+    # An attack, not an outage: the call runs as usual and its answer carries a planted
+    # instruction, in a string field of the records it returns (`field`) or after its text.
+    # The text is a template of `_injections.py` or the rule's own `payload` (test data).
+    FaultKind(
+        name="inject", effect="inject", default_commit=True, commit_option=False,
+        options=(
+            Option("field", None, "into {}", text=True),
+            Option("template", None, "template {}", text=True),
+            Option("payload", None, "payload {}", text=True),
+        ),
     ),
     # Decided by a `rate_limit:` rule's window, never drawn: not an `errors:` key.
     FaultKind(

@@ -35,6 +35,9 @@ class ErrorRule(msgspec.Struct, frozen=True):
     retry_after_s: float | None = None  # http_429
     lag_s: float | None = None  # stale_read
     times: int | None = None  # duplicate: how many extra applications
+    field: str | None = None  # inject: the string field of the answer's records
+    template: str | None = None  # inject: a template name (`_injections.TEMPLATES`)
+    payload: str | None = None  # inject: the text itself, instead of a template
 
 
 class RateLimit(msgspec.Struct, frozen=True):
