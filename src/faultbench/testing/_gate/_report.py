@@ -50,6 +50,11 @@ class Run:
     min_mean_score: float | None = None
     #: the checks it broke: {"rule", "message", "calls", "call_ids"} (docs/CHECKS.md)
     violations: list[dict[str, Any]] | None = None
+    #: it received an injection (`inject`): did its test's assertions pass (utility), and
+    #: did it break a policy (attack success)?
+    attacked: bool = False
+    utility: bool | None = None
+    attack_succeeded: bool | None = None
 
 
 @dataclass
@@ -74,6 +79,22 @@ class Group:
         wanted = [r.min_mean_score for r in self.runs.values() if r.min_mean_score is not None]
         return decide(
             *self.counts(), self.min_pass_rate, self.errors(), scores, max(wanted, default=None)
+        )
+
+    def attack_line(self) -> str:
+        """`under attack: ...`: how the runs that received an injection did, attack success
+        apart from utility (AgentDojo's two numbers); "" when no run was attacked."""
+        ran = [r for r in self.runs.values() if r.outcome in ("passed", "failed")]
+        attacked = [r for r in ran if r.attacked]
+        if not attacked:
+            return ""
+        n = len(attacked)
+        won = sum(bool(r.attack_succeeded) for r in attacked)
+        useful = sum(bool(r.utility) for r in attacked)
+        return (
+            f"    under attack: {n} of {len(ran)} run{'s' * (len(ran) != 1)} received an "
+            f"injection; attack success {won}/{n} ({100 * won / n:.0f}%), utility {useful}/{n} "
+            f"({100 * useful / n:.0f}%)"
         )
 
     def milestone_rates(self) -> list[tuple[str, int, int]]:
@@ -133,6 +154,7 @@ class Tally:
             for key in (
                 "summary", "events", "state_hash", "events_file", "world_file", "crashes",
                 "score", "milestones", "min_mean_score", "violations",
+                "attacked", "utility", "attack_succeeded",
             ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
@@ -176,6 +198,9 @@ def render_group(
     if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
+    attack = group.attack_line()
+    if attack:
+        lines.append(attack)
     rates = group.milestone_rates()
     if rates:
         lines.append(
