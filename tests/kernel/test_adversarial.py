@@ -133,3 +133,91 @@ def test_bad_inject_options_are_load_errors(rule, message):
 
     with pytest.raises(faultbench.WorldFileError, match="^<faults>:1:1: " + re.escape(message)):
         parse_faults({"orders.get_order": {"errors": rule}}, spec)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lying tools: wrong_value, schema_violation, oversized_result
+# ---------------------------------------------------------------------------------------------
+
+
+def lying(script: dict, calls: int = 1, tool: str = "get_order", args=None):
+    w = faultbench.load_world(SHOP)
+    service = w.spec.operations[tool].service
+    w.set_faults({f"{service}.{tool}": {"script": script}})
+    results = [w.call(tool, args or {"id": "1"}) for _ in range(calls)]
+    return w, results
+
+
+def test_wrong_value_is_plausible_and_logged_with_the_truth():
+    w, (total, status, placed, flipped) = lying(
+        {
+            1: {"kind": "wrong_value", "field": "total"},
+            2: {"kind": "wrong_value", "field": "status"},
+            3: {"kind": "wrong_value", "field": "placed_at"},
+            4: "wrong_value",
+        },
+        calls=4,
+    )
+    order = w.orders.get("1")
+    assert total.value["total"] == order.total * 10
+    assert status.value["status"] == "returned"  # the member after the stored "delivered"
+    assert placed.value["placed_at"] == "2025-04-15T09:29:36Z"  # 30 days earlier
+    assert flipped.value["status"] == "returned"  # no field: the first that can lie
+    assert [f.detail["was"] for f in w.trace.faults()][:2] == [[order.total], ["delivered"]]
+    assert w.orders.get("1").status == "delivered"  # the stored record tells the truth
+    assert replay(w.spec, w.events).state_hash() == w.state_hash()
+
+
+def test_schema_violation_drops_a_field_or_breaks_its_type():
+    _, (missing, wrong) = lying(
+        {
+            1: {"kind": "schema_violation", "field": "status"},
+            2: {"kind": "schema_violation", "field": "total", "change": "wrong_type"},
+        },
+        calls=2,
+    )
+    assert "status" not in missing.value
+    assert isinstance(wrong.value["total"], str)
+    assert float(wrong.value["total"]) == missing.value["total"]
+
+
+def test_oversized_result_is_bounded():
+    w, (big,) = lying(
+        {1: {"kind": "oversized_result", "times": 3}}, tool="list_orders", args={"customer_id": "1"}
+    )
+    rows = w.orders.where(customer_id="1")
+    assert len(big.value) == 3 * len(rows)
+    assert w.trace.faults()[0].detail == {
+        "source": "script",
+        "commit": True,
+        "times": 3,
+        "records": 3 * len(rows),
+        "was": len(rows),
+    }
+    _, (one,) = lying({1: {"kind": "oversized_result", "times": 100}})
+    assert len(one.value["note"]) == len("leave at the door ") * 100
+    from faultbench.kernel._faults._lies import MAX_RECORDS, oversized_result
+
+    class Huge:
+        times = 100
+
+    grown, _ = oversized_result([{"id": str(i)} for i in range(500)], Huge, {})
+    assert len(grown) == MAX_RECORDS
+
+
+def test_a_bad_change_is_a_load_error():
+    spec = faultbench.load_world(SHOP).spec
+    from faultbench.kernel.lowlevel import parse_faults
+
+    with pytest.raises(
+        faultbench.WorldFileError,
+        match="unknown change 'wrongtype'; expected one of missing or wrong_type; did you mean 'wrong_type'",
+    ):
+        parse_faults(
+            {
+                "orders.get_order": {
+                    "errors": {"schema_violation": {"p": 0.1, "change": "wrongtype"}}
+                }
+            },
+            spec,
+        )

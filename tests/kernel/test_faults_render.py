@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from faultbench.kernel._faults._injections import TEMPLATES
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
+from faultbench.kernel._faults._lies import CHANGES
 from faultbench.kernel._faults._plan import APPLIES_TO
 from faultbench.kernel._read._faultblock import render_duration
 from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
@@ -150,7 +151,13 @@ _OPTIONS = {
     **{
         o.name: st.integers(1, 100)
         if o.whole
-        else (st.sampled_from(sorted(TEMPLATES)) if o.name == "template" else _words)
+        else (
+            st.sampled_from(sorted(TEMPLATES))
+            if o.name == "template"
+            else st.sampled_from(CHANGES)
+            if o.name == "change"
+            else _words
+        )
         if o.text
         else _seconds
         for k in KINDS

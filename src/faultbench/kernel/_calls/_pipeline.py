@@ -38,6 +38,7 @@ from .._errors import (
 )
 from .._faults._injections import injection_text, plant
 from .._faults._kinds import kind
+from .._faults._lies import REWRITES
 from .._faults._plan import FaultDecision, FaultPlan, created_field
 from .._faults._rules import BY_ID
 from .._store._book import Draft
@@ -256,7 +257,7 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
 
 
 #: effects whose fault is logged by their executor, with the text it made
-_LOGGED_LATE = frozenset({"malformed", "inject"})
+_LOGGED_LATE = frozenset({"malformed", "inject", "rewrite"})
 
 
 def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
@@ -511,6 +512,24 @@ def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> 
     _log_fault(d, flight, detail)
 
 
+def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # A lying tool: the operation runs as usual, its answer is rewritten on the way out and
+    # the log says what changed (`_lies.py`).
+    detail = decision.detail()
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        raise
+    tx.commit()
+    record = cx.spec.records.get(flight.op.record)
+    choices = {f.name: f.choices for f in record.fields if f.choices} if record else {}
+    assert decision.kind is not None
+    flight.value, said = REWRITES[decision.kind](flight.value, decision, choices)
+    detail.update(said)
+    _log_fault(d, flight, detail)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -519,6 +538,7 @@ _EFFECTS: dict[str, Executor] = {
     "malformed": _malformed,
     "duplicate": _duplicate,
     "inject": _inject,
+    "rewrite": _rewrite,
 }
 
 

@@ -48,6 +48,7 @@ EFFECTS: dict[str, bool] = {
     "malformed": False,  # a success whose text is not valid JSON
     "duplicate": False,  # the write applied `1 + times` times; the first answer
     "inject": False,  # a success whose records (or text) carry a planted instruction
+    "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
 }
 
 
@@ -233,6 +234,22 @@ KINDS: tuple[FaultKind, ...] = (
             Option("template", None, "template {}", text=True),
             Option("payload", None, "payload {}", text=True),
         ),
+    ),
+    # Lying tools: the call runs as usual and its answer is rewritten (`_lies.py`).
+    FaultKind(
+        name="wrong_value", effect="rewrite", default_commit=True, commit_option=False,
+        options=(Option("field", None, "field {}", text=True),),
+    ),
+    FaultKind(
+        name="schema_violation", effect="rewrite", default_commit=True, commit_option=False,
+        options=(
+            Option("field", None, "field {}", text=True),
+            Option("change", None, "{}", text=True),
+        ),
+    ),
+    FaultKind(
+        name="oversized_result", effect="rewrite", default_commit=True, commit_option=False,
+        options=(Option("times", 50, "{}x", whole=True),),
     ),
     # Decided by a `rate_limit:` rule's window, never drawn: not an `errors:` key.
     FaultKind(

@@ -123,6 +123,7 @@ class FaultDecision(msgspec.Struct, frozen=True):
     field: str | None = None  # inject: where the text goes (None: after the answer's text)
     template: str | None = None  # inject: the template's name
     payload: str | None = None  # inject: the text (None: the template's)
+    change: str | None = None  # schema_violation: "missing" (default) or "wrong_type"
     message: str = ""  # failure kinds: exactly what the agent reads
     source: str | None = None  # "script", "rate_limit", "not_found_if_newer_than", "random"
     k: int = 0

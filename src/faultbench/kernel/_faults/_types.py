@@ -38,6 +38,7 @@ class ErrorRule(msgspec.Struct, frozen=True):
     field: str | None = None  # inject: the string field of the answer's records
     template: str | None = None  # inject: a template name (`_injections.TEMPLATES`)
     payload: str | None = None  # inject: the text itself, instead of a template
+    change: str | None = None  # schema_violation: "missing" or "wrong_type"
 
 
 class RateLimit(msgspec.Struct, frozen=True):

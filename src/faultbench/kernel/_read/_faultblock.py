@@ -19,6 +19,7 @@ from .._errors import Location
 from .._faults._injections import TEMPLATES
 from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
 from .._faults._kinds import kind as fault_kind
+from .._faults._lies import CHANGES
 from .._faults._rules import merged_rule
 from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
 from .._text._names import did_you_mean, one_of
@@ -579,6 +580,11 @@ def _text_option(opt: str, value: Any) -> str | None:
         return (
             f"unknown injection template '{value}'; expected one of {one_of(list(TEMPLATES))}, "
             f"or your own text as 'payload:'{did_you_mean(value, list(TEMPLATES))}"
+        )
+    if opt == "change" and value not in CHANGES:
+        return (
+            f"unknown change '{value}'; expected one of {one_of(CHANGES)}"
+            f"{did_you_mean(value, CHANGES)}"
         )
     if len(value) > MAX_PAYLOAD:
         return f"{opt} is {len(value)} characters; expected at most {MAX_PAYLOAD}"
