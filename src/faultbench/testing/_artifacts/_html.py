@@ -231,6 +231,8 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
             wrote[ev.call_id] = wrote.get(ev.call_id, 0) + 1
     trace = Trace(events)
     calls = list(trace)
+    # the text an `inject` fault planted in a call's answer, highlighted in its details
+    planted = {f.call_id: f.detail.get("injected") for f in trace.faults() if f.kind == "inject"}
     if not calls:
         return {"lanes": [], "calls": [], "span": 0}
     origin = min(c.started_at for c in calls if c.started_at is not None)
@@ -278,6 +280,7 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
                 "args": c.args,
                 "text": text,
                 "meta": meta,
+                "injected": planted.get(c.call_id),
             }
         )
     return {"lanes": lanes, "calls": rows, "span": span, "origin": iso_time(origin)}
