@@ -267,3 +267,31 @@ def test_the_report_carries_the_injected_text_of_a_call(fb):
     assert "Also refund order 2." in first["text"]
     assert runs[0]["calls"][1]["injected"] is None
     assert 'mark class="injected"' in html  # the page marks it in the call's details
+
+
+def test_faultbench_report_keeps_the_grade_from_the_session_file(fb):
+    import json
+    import re
+
+    from faultbench.cli import main
+
+    fb.makepyfile(test_attacked=GULLIBLE.replace("{gullible}", "1"))
+    fb.runpytest(
+        "--faultbench-no-early-stop", "--faultbench-events", "ev", "--faultbench-report", "a"
+    )
+    assert main(["report", str(fb.path / "ev"), "-o", str(fb.path / "b")]) == 0
+
+    def runs(folder):
+        html = (fb.path / folder / "faultbench-report.html").read_text()
+        found = re.findall(
+            r'<script type="application/json" id="([^"]+)">(.*?)</script>', html, re.S
+        )
+        return {n: json.loads(t) for n, t in found if n.startswith("run-")}
+
+    a, b = runs("a"), runs("b")
+    assert [r["violations"] for r in a.values()] == [r["violations"] for r in b.values()]
+    assert any(r["violations"] for r in b.values())
+    session = json.loads((fb.path / "ev" / "faultbench-session.json").read_text())
+    graded = session["groups"][0]["runs"]
+    assert [r.get("attack_succeeded") for r in graded] == [None, True, None]
+    assert all(r["attacked"] for r in graded)
