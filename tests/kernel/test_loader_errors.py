@@ -14,7 +14,8 @@ from faultbench.kernel.lowlevel import load_spec
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
-    "empty_result, malformed_json, stale_read or duplicate"
+    "empty_result, malformed_json, stale_read, duplicate, inject, wrong_value, "
+    "schema_violation or oversized_result"
 )
 TYPES = "expected one of str, int, float, bool, datetime, enum[a, b] or ref[service.record]"
 
@@ -125,7 +126,8 @@ def test_a_misspelled_services_key_is_reported_once(tmp_path):
         (
             1, 1,
             "unknown key 'servics' in the world file; expected one of name, seed, clock, "
-            "description, services or faults; did you mean 'services'?",
+            "description, services, faults, expect_state, nothing_else_changes, policies or "
+            "milestones; did you mean 'services'?",
         ),
     ]  # fmt: skip
 
@@ -233,7 +235,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             1, 1,
             "unknown key 'nme' in the world file; expected one of name, seed, clock, "
-            "description, services or faults; did you mean 'name'?",
+            "description, services, faults, expect_state, nothing_else_changes, policies or "
+            "milestones; did you mean 'name'?",
         ),
         (
             4, 5,
@@ -259,7 +262,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             8, 60,
             "unknown option 'comit' for timeout; expected one of p, commit, timeout_s, "
-            "retry_after_s, lag_s or times; did you mean 'commit'?",
+            "retry_after_s, lag_s, times, field, template, payload or change; did you mean "
+            "'commit'?",
         ),
         (
             9, 15,
