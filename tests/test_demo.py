@@ -48,13 +48,18 @@ def test_the_shop_demo_fails_the_naive_gate_and_prints_what_the_readme_shows():
     out = proc.stdout
     assert proc.returncode == 1, out  # the naive agent's gate failed, and only it
     gates = [line for line in out.splitlines() if " -> " in line and "min_pass_rate" in line]
-    assert len(gates) == 3, out
+    assert len(gates) == 4, out  # the naive gate, the careful one under attack, two careful
     naive, *careful = gates
     assert naive.startswith("examples/shop/naive_gate.py::test_the_naive_agent_refunds_once: ")
     assert "-> FAIL" in naive
     assert all("-> PASS" in line for line in careful), careful
     assert "issue_refund!timeout → issue_refund\n" in out
-    assert "+ CallFailed issue_refund timeout: 504 Gateway Timeout" in out
+    assert (
+        "call 3 issue_refund: run0 succeeded, run12 timeout after commit -> run12 retried "
+        "(call 4) -> refund 2 created" in out
+    )
+    assert "under attack: " in out
+    assert "attack success 0/" in out
     assert "1 gate failed" in out.splitlines()[-1]
     # Every line the README shows is printed, in the README's order ("..." skips lines).
     lines = [normalized(line) for line in out.splitlines()]

@@ -62,7 +62,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_differing_logs_exit_1_and_print_the_divergence(logs, capsys):
     a, b = logs
-    assert main(["diff", str(a), str(b)]) == 1
+    assert main(["diff", "--events", str(a), str(b)]) == 1
     out = capsys.readouterr().out
     assert out.startswith(f"--- {a}\n+++ {b}\nevent logs differ at event 2")
     assert "+ FaultInjected issue_refund timeout" in out
@@ -71,24 +71,46 @@ def test_differing_logs_exit_1_and_print_the_divergence(logs, capsys):
     assert '- CallSucceeded issue_refund -> {amount: 30.0, id: "1", order_id: "1"}' in out
 
 
+def test_by_default_the_runs_differ_in_words_then_in_end_state(logs, capsys):
+    a, b = logs
+    assert main(["diff", str(a), str(b)]) == 1
+    assert capsys.readouterr().out == (
+        f"--- {a} (pass)\n+++ {b} (fail)\n"
+        "call 1 issue_refund: pass succeeded, fail timeout after commit -> fail retried (call 2)"
+        " -> refund 2 created\n"
+        "end state (- pass, + fail):\n"
+        '  + refund 2 {amount: 30.0, order_id: "1"}\n'
+    )
+
+
 def test_equal_logs_exit_0(logs, capsys):
     a, _ = logs
-    assert main(["diff", str(a), str(a)]) == 0
+    assert main(["diff", "--events", str(a), str(a)]) == 0
     assert "event logs are equal (4 events)" in capsys.readouterr().out
+    assert main(["diff", str(a), str(a)]) == 0
+    assert "the same calls, outcomes and end state as A" in capsys.readouterr().out
 
 
 def test_json_output(logs, capsys):
     a, b = logs
-    assert main(["diff", "--json", str(a), str(b)]) == 1
+    assert main(["diff", "--json", "--events", str(a), str(b)]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["equal"] is False
     assert data["first_divergence"]["b"]["kind"] == "timeout"
     assert data["a"] == str(a)
+    assert main(["diff", "--json", str(a), str(b)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["equal"] is False
+    assert data["sentences"] == [
+        "call 1 issue_refund: pass succeeded, fail timeout after commit -> fail retried "
+        "(call 2) -> refund 2 created"
+    ]
+    assert data["state"]["added"][0]["id"] == "2"
 
 
 def test_context_and_max_lines(logs, capsys):
     a, b = logs
-    assert main(["diff", "-U", "0", "--max-lines", "2", str(a), str(b)]) == 1
+    assert main(["diff", "--events", "-U", "0", "--max-lines", "2", str(a), str(b)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[-1].endswith(" more lines")
     assert out[-3].startswith("@@ ")
@@ -115,7 +137,7 @@ def test_malformed_line_exits_2_naming_file_and_line(logs, capsys, tmp_path):
 def test_runs_as_a_command(logs):
     a, b = logs
     proc = subprocess.run(
-        [sys.executable, "-m", "faultbench.cli", "diff", str(a), str(b)],
+        [sys.executable, "-m", "faultbench.cli", "diff", "--events", str(a), str(b)],
         capture_output=True,
         text=True,
         check=False,

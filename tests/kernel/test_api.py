@@ -67,6 +67,11 @@ RETURNED_TYPES = {
     "AnyEvent",
     # a line of an append-only log file (serve --events), never in a world's log
     "LogRewound",
+    # what `trace.check(policy)` takes and `trace.grade` returns (docs/CHECKS.md)
+    "Checks",
+    "Policy",
+    "Grade",
+    "Violation",
 }
 
 
@@ -115,6 +120,9 @@ LOWLEVEL_NAMES = {
     "watch_log",
     # a world file or log a command is pointed at: regular files only, bounded
     "read_bounded",
+    # a failing run against the closest passing one, in words (summary, report, `diff`)
+    "explain_runs",
+    "RunExplanation",
 }
 
 

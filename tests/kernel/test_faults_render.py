@@ -12,7 +12,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from faultbench.kernel._faults._injections import TEMPLATES
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
+from faultbench.kernel._faults._lies import CHANGES
 from faultbench.kernel._faults._plan import APPLIES_TO
 from faultbench.kernel._read._faultblock import render_duration
 from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
@@ -141,11 +143,23 @@ _latency = st.one_of(
         lambda t: {"p50": t[0], "p99": t[0] + t[1]}
     ),
 )
+_words = st.text(st.characters(categories=("L", "N", "Zs")), min_size=1, max_size=30)
+
 #: every option of every kind, from the registry: a new kind's options get drawn too
 _OPTIONS = {
     "commit": st.booleans(),
     **{
-        o.name: st.integers(1, 100) if o.whole else _seconds
+        o.name: st.integers(1, 100)
+        if o.whole
+        else (
+            st.sampled_from(sorted(TEMPLATES))
+            if o.name == "template"
+            else st.sampled_from(CHANGES)
+            if o.name == "change"
+            else _words
+        )
+        if o.text
+        else _seconds
         for k in KINDS
         if k.configurable
         for o in k.options

@@ -14,8 +14,9 @@ from faultbench.kernel.lowlevel import load_spec
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
-    "empty_result, malformed_json, stale_read, duplicate, conflict, token_expired, revoked, "
-    "duplicate_delivery, out_of_order, delayed or dropped"
+    "empty_result, malformed_json, stale_read, duplicate, inject, wrong_value, schema_violation, "
+    "oversized_result, conflict, token_expired, revoked, duplicate_delivery, out_of_order, "
+    "delayed or dropped"
 )
 TYPES = (
     "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
@@ -128,7 +129,8 @@ def test_a_misspelled_services_key_is_reported_once(tmp_path):
         (
             1, 1,
             "unknown key 'servics' in the world file; expected one of name, seed, clock, "
-            "description, services, faults, auth or events; did you mean 'services'?",
+            "description, services, faults, auth, events, expect_state, nothing_else_changes, "
+            "policies or milestones; did you mean 'services'?",
         ),
     ]  # fmt: skip
 
@@ -236,7 +238,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             1, 1,
             "unknown key 'nme' in the world file; expected one of name, seed, clock, "
-            "description, services, faults, auth or events; did you mean 'name'?",
+            "description, services, faults, auth, events, expect_state, nothing_else_changes, "
+            "policies or milestones; did you mean 'name'?",
         ),
         (
             4, 5,
@@ -262,7 +265,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             8, 60,
             "unknown option 'comit' for timeout; expected one of p, commit, timeout_s, "
-            "retry_after_s, lag_s, times or delay_s; did you mean 'commit'?",
+            "retry_after_s, lag_s, times, field, template, payload, change or delay_s; did you "
+            "mean 'commit'?",
         ),
         (
             9, 15,

@@ -56,7 +56,8 @@ def test_a_gate_that_passes_tolerates_failing_runs_and_shows_them(fb):
             "min_pass_rate=80% -> PASS",
             "    run3 (tolerated): (no calls)",
             "        AssertionError: run 3 fails on purpose",
-            "        event log: the same as run0's (5 events)",
+            "        against run0 (closest passing run):",
+            "          the same calls, outcomes and end state as run0",
             '        Reproduce: pytest "test_flaky.py::test_flaky[run3]"',
             "*= 9 passed, 1 tolerated in *",
         ],
@@ -128,6 +129,22 @@ def test_failing_runs_show_calls_message_diff_against_closest_pass_and_reproduce
             "test_refund.py::test_refund: */20 passed (*%) [95% CI *] pass^3=* "
             "min_pass_rate=95% -> FAIL",
             # Which runs draw the 30% timeout depends on the seed's draws, not on the plugin.
+            "    run* (tolerated): get_order → issue_refund!timeout → issue_refund",
+            "        AssertionError: get_order → issue_refund!timeout → *",
+            "        against run* (closest passing run):",
+            "          call 2 issue_refund: run* succeeded, run* timeout after commit -> run* "
+            "retried (call 3) -> refund 2 created",
+            "          end state (- run*, + run*):",
+            '            + refund 2 {amount: *, order_id: "1"}',
+            '        Reproduce: pytest "test_refund.py::test_refund[run*]"',
+        ],
+    )
+    assert result.ret == 1
+    # --faultbench-diff=events: the event-log diff, clock steps and all
+    result = fb.runpytest("--faultbench-no-early-stop", "--faultbench-diff=events")
+    match(
+        result,
+        [
             "    run* (tolerated): get_order → issue_refund!timeout → *issue_refund",
             "        AssertionError: get_order → issue_refund!timeout → *",
             "        event log against run* (closest passing run; - run*, + run*):",

@@ -319,7 +319,7 @@ def test_mcp_command_serves_the_runs_world_and_its_journal_reaches_summary_and_r
             "test_transport.py::test_stdio: * passed *",
             "    run* (tolerated): get_order → issue_refund!timeout → issue_refund*",
             "        AssertionError: assert 2 == 1",
-            "        event log against run* (closest passing run; *",
+            "        against run* (closest passing run):",
             '        Reproduce: pytest "test_transport.py::test_stdio[[]run*[]]"',
         ]
     )

@@ -60,3 +60,33 @@ def test_gate_line():
     assert stopped.ok
     assert stopped.planned == 10
     assert stopped.line().endswith("-> PASS (outcome decided after 5 runs; 5 skipped)")
+
+
+def test_mean_score_interval_is_the_student_t_interval_by_hand():
+    from faultbench.testing._gate._stats import mean_interval, t95
+
+    # scores 1, 1, .5, .5, .75: mean .75, sample sd sqrt(.25 / 4) = .25, t(4) = 2.776
+    half = 2.776 * 0.25 / math.sqrt(5)  # 0.310366...
+    lo, hi = mean_interval([1.0, 1.0, 0.5, 0.5, 0.75])
+    assert lo == pytest.approx(0.75 - half)
+    assert lo == pytest.approx(0.439634, abs=1e-6)
+    assert hi == 1.0  # .75 + .31 clipped to [0, 1]
+    # one score has no spread: the interval says nothing
+    assert mean_interval([0.4]) == (0.0, 1.0)
+    assert t95(1) == 12.706
+    assert t95(30) == 2.042
+    assert t95(60) == pytest.approx(2.0003, abs=1e-3)  # the table's 2.000
+    assert t95(120) == pytest.approx(1.9799, abs=1e-3)
+
+
+def test_the_gate_needs_the_mean_score_too():
+    scores = (1.0, 1.0, 0.5, 0.5, 0.75)
+    gate = decide(5, 0, 0, None, 0, scores, 0.8)
+    assert gate.mean_score == pytest.approx(0.75)
+    assert not gate.ok
+    assert gate.line() == (
+        "5/5 passed (100%) [95% CI 56.6%-100%] pass^3=100% min_pass_rate=100%; "
+        "mean score 0.75 [95% CI 0.44-1.00] min_mean_score=0.8 -> FAIL"
+    )
+    assert decide(5, 0, 0, None, 0, scores, 0.75).ok
+    assert not decide(5, 0, 0, None, 0, (), 0.5).ok  # no scores: nothing reaches it

@@ -172,7 +172,12 @@ def _options(e: Any) -> str:
     for option in fault_kind(e.kind).options:
         value = getattr(e, option.name)
         if value is not None:
-            notes.append(option.shown.format(value if option.whole else _secs(value)))
+            shown = (
+                value if option.whole
+                else _clip(repr(value)) if option.text
+                else _secs(value)
+            )  # fmt: skip
+            notes.append(option.shown.format(shown))
     return f" ({', '.join(notes)})" if notes else ""
 
 
@@ -221,6 +226,10 @@ def _wrap(items: list[str], indent: str, width: int = 96) -> Iterable[str]:
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 2] + "…" + text[-1]
 
 
 def _num(x: float) -> str:

@@ -1,6 +1,8 @@
-"""`faultbench diff A.jsonl B.jsonl`: where two runs' event logs part, as +/- lines.
+"""`faultbench diff A.jsonl B.jsonl`: how two runs differ, in words (their calls aligned,
+then their end states), or with `--events` where their event logs part, as +/- lines.
 
-Exit status, like `diff`: 0 the logs are equal by content, 1 they differ, 2 bad input.
+Exit status, like `diff`: 0 the runs are the same (by calls and end state; with `--events`:
+the logs are equal by content), 1 they differ, 2 bad input.
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ import sys
 
 from faultbench.commands.replay import BadInput, read_events
 
-HELP = "compare two event logs: first divergence and the differing events as +/- lines"
+HELP = "compare two runs' event logs: the divergence in words, then the end states"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Align two event logs (JSON Lines) and print where they first differ, then the events"
-        " only in A (-) and only in B (+). Events compare by content: seq, virtual times and"
-        " call ids are positions, not facts, and are ignored. Exit 0 when equal, 1 when they"
-        " differ, 2 on bad input."
+        "Compare two runs' event logs (JSON Lines): align them by their calls (tool and"
+        " arguments), say each divergence in words, then show how the end states differ;"
+        " timing is left out. With --events: where the logs first differ, then the events"
+        " only in A (-) and only in B (+), by content (seq, virtual times and call ids are"
+        " ignored). Exit 0 when the same, 1 when they differ, 2 on bad input."
     )
     parser.add_argument("a", metavar="A.jsonl", help="the first event log (e.g. a passing run)")
     parser.add_argument("b", metavar="B.jsonl", help="the second event log (e.g. a failing run)")
@@ -39,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop after N lines of diff (default 200; 0: no limit)",
     )
     parser.add_argument("--json", action="store_true", help="print the diff as a JSON object")
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="the event-log diff (clock steps included) instead of the calls in words",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +68,22 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if not args.events:
+        from pathlib import Path
+
+        from faultbench.kernel.lowlevel import explain_runs
+
+        names = Path(args.a).stem, Path(args.b).stem
+        if names[0] == names[1]:
+            names = "A", "B"
+        x = explain_runs(a, b, a_name=names[0], b_name=names[1])
+        if args.json:
+            body = {**x.to_dict(), "a": args.a, "b": args.b, "equal": not x}
+            print(json.dumps(body, indent=2, ensure_ascii=False, default=str))
+        else:
+            print(f"--- {args.a} ({names[0]})\n+++ {args.b} ({names[1]})")
+            print(x)
+        return 1 if x else 0
     limit = args.max_lines or sys.maxsize
     d = diff_events(a, b, context=args.context, max_lines=limit)
     if args.json:

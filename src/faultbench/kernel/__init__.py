@@ -31,7 +31,11 @@ from ._errors import WorldFileError as WorldFileError
 from ._inspect._diff import EventDiff as EventDiff
 from ._inspect._diff import StateDiff as StateDiff
 from ._inspect._diff import diff_events as diff_events
+from ._inspect._grade import Grade as Grade
+from ._inspect._grade import Violation as Violation
 from ._inspect._trace import Trace as Trace
+from ._spec._checks import Checks as Checks
+from ._spec._checks import Policy as Policy
 from ._spec._types import WorldSpec as WorldSpec
 from ._store._clock import VirtualClock as VirtualClock
 from ._store._events import AnyEvent as AnyEvent
@@ -70,6 +74,7 @@ __all__ = [
     "CallResult",
     "CallStarted",
     "CallSucceeded",
+    "Checks",
     "ClockAdvanced",
     "ClockOverflow",
     "EffectFired",
@@ -81,11 +86,13 @@ __all__ = [
     "FaultbenchError",
     "FaultsChanged",
     "FaultsDisabled",
+    "Grade",
     "HandlerCrashed",
     "HandlerError",
     "InjectedFault",
     "InvalidArguments",
     "LogRewound",
+    "Policy",
     "Record",
     "RecordCreated",
     "RecordDeleted",
@@ -102,6 +109,7 @@ __all__ = [
     "ToolCallError",
     "Trace",
     "UnknownTool",
+    "Violation",
     "VirtualClock",
     "World",
     "WorldCreated",

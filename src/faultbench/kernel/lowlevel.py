@@ -24,6 +24,8 @@ from ._faults._kinds import FaultKind as FaultKind
 from ._faults._kinds import kind as fault_kind
 from ._faults._plan import effective_rule as effective_rule
 from ._inspect._diff import format_event as format_event
+from ._inspect._explain import RunExplanation as RunExplanation
+from ._inspect._explain import explain_runs as explain_runs
 from ._inspect._pins import FaultPin as FaultPin
 from ._inspect._pins import faults_received as faults_received
 from ._inspect._pins import pin_block as pin_block
@@ -66,12 +68,14 @@ __all__ = [
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
+    "RunExplanation",
     "ToolCharges",
     "add_log_line",
     "add_tools",
     "did_you_mean",
     "effective_rule",
     "empty_spec",
+    "explain_runs",
     "fault_kind",
     "faults_received",
     "format_event",

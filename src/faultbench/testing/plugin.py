@@ -38,6 +38,7 @@ from ._gate._runs import (
 from ._gate._stats import decided, pass_hat_k
 from ._plugin._async import run_coroutine_test, trio_variants
 from ._plugin._command import ServeCommand
+from ._plugin._grading import grade_run
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
 from ._plugin._outputs import Outputs, add_output_options, faults_override
@@ -550,6 +551,7 @@ class FaultbenchSession:
             data["world_file"] = world.spec.path
             data["events"] = encode_events(world.events).decode()
             data["state_hash"] = world.state_hash()
+            grade_run(item, world, report, data)  # policies, expectations, milestones
         if (
             call.when == "call"
             and report.failed
@@ -652,7 +654,11 @@ class FaultbenchSession:
         verbose = config.get_verbosity() > 0
         for group in groups:
             for line in render_group(
-                group, display=self._display, reproduce=self._reproduce, verbose=verbose
+                group,
+                display=self._display,
+                reproduce=self._reproduce,
+                verbose=verbose,
+                diff=config.getoption("faultbench_diff", "calls"),
             ):
                 markup = {}
                 if line.startswith(self._display(group.name) + ":"):

@@ -36,7 +36,9 @@ from .._errors import (
     format_traceback,
     unknown_tool_text,
 )
+from .._faults._injections import injection_text, plant
 from .._faults._kinds import kind
+from .._faults._lies import REWRITES
 from .._faults._plan import FaultDecision, FaultPlan, created_field
 from .._faults._rules import BY_ID
 from .._store._book import Draft
@@ -271,11 +273,15 @@ def admit(
     if decision is None:
         flight.exec_at = flight.end_at = now
         return flight
-    # a malformed answer is logged when its broken text exists (see _malformed), a feed
-    # fault when it knows the events it touched (see _feed)
-    if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATER:
+    # a malformed answer is logged when its broken text exists (see _malformed), a feed fault
+    # when it knows the events it touched (see _feed), an injection or a lie with what it placed
+    if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATE:
         _log_fault(d, flight, decision.detail())
     return flight
+
+
+#: effects whose fault is logged by their executor, with the text it made
+_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite"})
 
 
 def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
@@ -534,6 +540,45 @@ def _feed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> No
     _log_fault(d, flight, detail)
 
 
+def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here, with what was placed: `injected` is the text, `into` the records that
+    # carry it (or `text`, the whole answer, when it went after the answer's text).
+    detail = decision.detail()
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        raise
+    tx.commit()
+    payload = injection_text(decision)
+    detail["injected"] = payload
+    value, into = plant(flight.value, decision.field, payload)
+    if into:
+        flight.value = value
+        detail["into"] = into
+    else:  # no such string field in the answer: the text follows the answer's
+        flight.text = detail["text"] = _encode(flight.value).decode() + "\n\n" + payload
+    _log_fault(d, flight, detail)
+
+
+def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # A lying tool: the operation runs as usual, its answer is rewritten on the way out and
+    # the log says what changed (`_lies.py`).
+    detail = decision.detail()
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+    except ToolCallError:
+        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        raise
+    tx.commit()
+    record = cx.spec.records.get(flight.op.record)
+    choices = {f.name: f.choices for f in record.fields if f.choices} if record else {}
+    assert decision.kind is not None
+    flight.value, said = REWRITES[decision.kind](flight.value, decision, choices)
+    detail.update(said)
+    _log_fault(d, flight, detail)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -544,9 +589,10 @@ _EFFECTS: dict[str, Executor] = {
     "conflict": conflict,
     "token": token_fault,
     "feed": _feed,
+    "inject": _inject,
+    "rewrite": _rewrite,
 }
 #: effects whose FaultInjected is logged by their executor, once it knows what it did
-_LOGGED_LATER = frozenset({"malformed", "feed"})
 
 
 def break_json(text: str) -> str:

@@ -50,6 +50,8 @@ EFFECTS: dict[str, bool] = {
     "conflict": True,  # another client writes the record first; 409, the write does not run
     "token": True,  # the call's access token expires or is revoked; 401
     "feed": False,  # an event feed's page as a flaky delivery gives it (`_calls/_feed.py`)
+    "inject": False,  # a success whose records (or text) carry a planted instruction
+    "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
 }
 
 
@@ -79,6 +81,8 @@ class Option(msgspec.Struct, frozen=True):
     shown: str
     #: a whole number (1 to MAX_TIMES); otherwise a duration in seconds
     whole: bool = False
+    #: text (a field name, a template name, a payload), not a number
+    text: bool = False
 
 
 class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
@@ -223,6 +227,33 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind(
         name="duplicate", effect="duplicate", default_commit=True, commit_option=False,
         options=(Option("times", 1, "{} extra", whole=True),), applies_to=_WRITES,
+    ),
+    # An attack, not an outage: the call runs as usual and its answer carries a planted
+    # instruction, in a string field of the records it returns (`field`) or after its text.
+    # The text is a template of `_injections.py` or the rule's own `payload` (test data).
+    FaultKind(
+        name="inject", effect="inject", default_commit=True, commit_option=False,
+        options=(
+            Option("field", None, "into {}", text=True),
+            Option("template", None, "template {}", text=True),
+            Option("payload", None, "payload {}", text=True),
+        ),
+    ),
+    # Lying tools: the call runs as usual and its answer is rewritten (`_lies.py`).
+    FaultKind(
+        name="wrong_value", effect="rewrite", default_commit=True, commit_option=False,
+        options=(Option("field", None, "field {}", text=True),),
+    ),
+    FaultKind(
+        name="schema_violation", effect="rewrite", default_commit=True, commit_option=False,
+        options=(
+            Option("field", None, "field {}", text=True),
+            Option("change", None, "{}", text=True),
+        ),
+    ),
+    FaultKind(
+        name="oversized_result", effect="rewrite", default_commit=True, commit_option=False,
+        options=(Option("times", 50, "{}x", whole=True),),
     ),
     # Decided by a `rate_limit:` rule's window, never drawn: not an `errors:` key.
     # (it stays here, before the kinds of issue 21: the order of KINDS is seeded)

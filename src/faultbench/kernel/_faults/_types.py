@@ -36,6 +36,10 @@ class ErrorRule(msgspec.Struct, frozen=True):
     lag_s: float | None = None  # stale_read
     times: int | None = None  # duplicate: how many extra applications
     delay_s: float | None = None  # delayed: how late the feed's newest events come
+    field: str | None = None  # inject: the string field of the answer's records
+    template: str | None = None  # inject: a template name (`_injections.TEMPLATES`)
+    payload: str | None = None  # inject: the text itself, instead of a template
+    change: str | None = None  # schema_violation: "missing" or "wrong_type"
 
 
 class RateLimit(msgspec.Struct, frozen=True):

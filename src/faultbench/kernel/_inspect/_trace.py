@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from .._calls._results import CallResult
+from .._spec._checks import as_checks
 from .._store._events import (
     CallFailed,
     CallStarted,
@@ -33,6 +34,7 @@ from .._store._events import (
 from .._text._show import iso_time
 from ._checks import TraceChecks
 from ._diff import format_value
+from ._grade import Grade, grade
 
 __all__ = ["Trace"]
 
@@ -324,6 +326,26 @@ class Trace(TraceChecks):
 
     def __bool__(self) -> bool:
         return self._n > 0
+
+    # --- grading ------------------------------------------------------------------------------
+
+    def grade(self, checks: Any, *, turns: Sequence[tuple[int, str]] | None = None) -> Grade:
+        """Grade this run on `checks` (a `Checks`, a `Policy`, or their mapping as written in
+        a world file) without raising: violations, milestone hits and score (docs/CHECKS.md).
+        `turns`: the user's turns of a conversation, as (calls finished before it, text)."""
+        return grade(
+            as_checks(checks), self.calls, self._index.events[: self._n_events], turns=turns
+        )
+
+    def check(self, checks: Any, *, turns: Sequence[tuple[int, str]] | None = None) -> Trace:
+        """Assert that this run keeps `checks` (see `grade`): an `AssertionError` lists every
+        violation, with the calls that broke it, then the numbered trace."""
+        result = self.grade(checks, turns=turns)
+        if result.violations:
+            raise AssertionError(
+                f"{result.message()}\nCalls: {self.summary() or 'no calls'}\n{self}"
+            )
+        return self
 
     # --- output -------------------------------------------------------------------------------
 

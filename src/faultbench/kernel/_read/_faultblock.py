@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import Location
+from .._faults._injections import TEMPLATES
 from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
 from .._faults._kinds import kind as fault_kind
+from .._faults._lies import CHANGES
 from .._faults._rules import merged_rule
 from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
 from .._text._names import did_you_mean, one_of
@@ -25,6 +27,8 @@ from .._text._show import short_repr
 from ._yaml import Document
 
 RULE_KEYS = ("latency_ms", "errors", "rate_limit", "not_found_if_newer_than", "script", "timeout_s")
+#: the longest injection text (`inject`'s `payload`) a rule may carry
+MAX_PAYLOAD = 10_000
 #: the most a whole-number option (`times`: extra applications of a `duplicate` write) may
 #: be; each one is an event, so keep it small
 MAX_TIMES = 100
@@ -353,6 +357,12 @@ class _RuleParser:
                     options["commit"] = v
                 else:
                     self.value_problem(spec, opt, f"commit must be true or false, not {_show(v)}")
+            elif (option := fault_kind(kind).option(opt)) is not None and option.text:
+                text_problem = _text_option(opt, v)
+                if text_problem is None:
+                    options[opt] = v
+                else:
+                    self.value_problem(spec, opt, text_problem)
             elif (option := fault_kind(kind).option(opt)) is not None and option.whole:
                 if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TIMES:
                     options[opt] = v
@@ -560,6 +570,25 @@ def render_duration(seconds: float) -> str | float | int:
                 return text
     plain: str | float | int = _whole(seconds)
     return plain
+
+
+def _text_option(opt: str, value: Any) -> str | None:
+    """Why `value` cannot be the text option `opt` (None: it can)."""
+    if not isinstance(value, str) or not value:
+        return f"{opt} must be text, not {_show(value)}"
+    if opt == "template" and value not in TEMPLATES:
+        return (
+            f"unknown injection template '{value}'; expected one of {one_of(list(TEMPLATES))}, "
+            f"or your own text as 'payload:'{did_you_mean(value, list(TEMPLATES))}"
+        )
+    if opt == "change" and value not in CHANGES:
+        return (
+            f"unknown change '{value}'; expected one of {one_of(CHANGES)}"
+            f"{did_you_mean(value, CHANGES)}"
+        )
+    if len(value) > MAX_PAYLOAD:
+        return f"{opt} is {len(value)} characters; expected at most {MAX_PAYLOAD}"
+    return None
 
 
 def _whole(value: Any) -> Any:

@@ -34,6 +34,7 @@ from typing import Any
 from .._errors import SourceError, WorldFileError
 from .._faults._rules import merged_rule
 from .._faults._types import FaultRule
+from .._spec._checks import CHECK_KEYS, Checks, parse_checks
 from .._spec._fieldtypes import _to_datetime
 from .._spec._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WorldSpec
 from .._text._names import did_you_mean
@@ -57,7 +58,9 @@ MAX_FILE_BYTES = 64 * 2**20
 #: the earliest clock start: seed data reaches back 30 days, fault lags up to 10 years
 CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
 
-TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults", "auth", "events")
+TOP_KEYS = (
+    "name", "seed", "clock", "description", "services", "faults", "auth", "events", *CHECK_KEYS,
+)  # fmt: skip
 
 
 def load_spec(
@@ -202,6 +205,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             parser = _RuleParser(doc, ops_by_service, op_kinds)
             faults = parser.parse_block(top["faults"], top, "faults")
             check_merged_probabilities(doc, faults, ops_by_service)
+        checks = self.checks(top)
         doc.raise_problems()
 
         return WorldSpec(
@@ -233,6 +237,23 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             description=description,
             auth=self.auth,
             feeds=feeds,
+            checks=checks,
+        )
+
+    def checks(self, top: dict[Any, Any]) -> Checks:
+        """The top-level expectations, policies and milestones (docs/CHECKS.md)."""
+        if not any(k in top for k in CHECK_KEYS):
+            return Checks()
+        doc = self.doc
+
+        def report(container: Any, key: Any, message: str, at_value: bool) -> None:
+            doc.problem(
+                doc.value_at(container, key) if at_value else doc.key_at(container, key), message
+            )
+
+        tables = {name: [f.name for f in r.fields] for name, r in self.records.items()}
+        return parse_checks(
+            top, report, tools=list(self.operations), tables=tables, only_checks=False
         )
 
     def clock(self, top: dict[Any, Any]) -> datetime:

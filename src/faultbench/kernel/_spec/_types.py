@@ -14,6 +14,7 @@ import msgspec
 
 from .._errors import Location
 from .._faults._types import FaultRule
+from ._checks import Checks
 
 FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref", "version"]
 #: "events" is the event feed's generated `list_events` tool (`events:`), never written
@@ -169,6 +170,8 @@ class WorldSpec(msgspec.Struct, frozen=True):
     auth: AuthSpec | None = None  # None: the world has no `auth:` block; calls need no token
     #: the outbound event feed (`events:`), by event type, file order
     feeds: dict[str, FeedSpec] = msgspec.field(default_factory=dict)
+    #: the top-level `expect_state`, `nothing_else_changes`, `policies` and `milestones`
+    checks: Checks = Checks()
 
 
 #: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of

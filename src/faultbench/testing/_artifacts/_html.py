@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._gate._report import Group, Run, closest_passing
+from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._stats import pass_hat_k
 
 if TYPE_CHECKING:
@@ -174,6 +174,8 @@ def _run_detail(
         "lanes": [],
         "state": None,
         "diff": None,
+        "explained": None,
+        "violations": run.violations or [],
     }
     if run.events is None:
         return out
@@ -184,10 +186,14 @@ def _run_detail(
         events = decoded[run.index] = list(decode_events(run.events.encode()))
     spec = _spec(events, specs)
     out.update(_timeline(events, spec))
+    _mark_violations(out)
     out["n_events"] = len(events)
     if spec is not None:
         out["state"] = _state_change(spec, events)
     if run.outcome == "failed":
+        near = closest_explained(group, run, decoded, candidates=DIFF_CANDIDATES)
+        if near is not None:
+            out["explained"] = {"against": near[0].index, "lines": near[1].lines()}
         best = closest_passing(
             group, run, decoded, max_lines=DIFF_LINES, candidates=DIFF_CANDIDATES
         )
@@ -228,6 +234,8 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
             wrote[ev.call_id] = wrote.get(ev.call_id, 0) + 1
     trace = Trace(events)
     calls = list(trace)
+    # the text an `inject` fault planted in a call's answer, highlighted in its details
+    planted = {f.call_id: f.detail.get("injected") for f in trace.faults() if f.kind == "inject"}
     if not calls:
         return {"lanes": [], "calls": [], "span": 0}
     origin = min(c.started_at for c in calls if c.started_at is not None)
@@ -275,6 +283,7 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
                 "args": c.args,
                 "text": text,
                 "meta": meta,
+                "injected": planted.get(c.call_id),
             }
         )
     effects = _effects(events, origin)
@@ -324,6 +333,16 @@ def _effects(events: list[Event], origin: datetime) -> list[dict[str, Any]]:
             }
         )
     return marks
+
+
+def _mark_violations(detail: dict[str, Any]) -> None:
+    """Each call that broke a check carries the rules it broke (the timeline marks it)."""
+    by_id = {c["meta"]["call_id"]: c for c in detail["calls"]}
+    for v in detail["violations"]:
+        for call_id in v.get("call_ids", []):
+            call = by_id.get(call_id)
+            if call is not None:
+                call.setdefault("broke", []).append(v["message"])
 
 
 def _state_change(spec: WorldSpec, events: list[Event]) -> dict[str, Any] | None:

@@ -36,6 +36,14 @@ class Session:
     title: str = "faultbench run report"
 
 
+#: what a run's grade leaves in the session file (docs/CHECKS.md), so `faultbench report`
+#: shows what the live report showed
+GRADE_FIELDS = (
+    "violations", "score", "milestones", "min_mean_score", "attacked", "utility",
+    "attack_succeeded",
+)  # fmt: skip
+
+
 def write_session(
     directory: Path,
     groups: list[Group],
@@ -62,6 +70,12 @@ def write_session(
                         "state_hash": r.state_hash,
                         "events_file": None if r.events_file is None else Path(r.events_file).name,
                         "reproduce": reproduce(r.nodeid),
+                        # the grade (docs/CHECKS.md), when the run had checks
+                        **{
+                            key: getattr(r, key)
+                            for key in GRADE_FIELDS
+                            if getattr(r, key) not in (None, False)
+                        },
                     }
                     for _, r in sorted(g.runs.items())
                 ],
@@ -93,6 +107,7 @@ def read_session(directory: Path) -> Session:
                     message=r.get("message"),
                     summary=r.get("summary"),
                     state_hash=r.get("state_hash"),
+                    **{key: r[key] for key in GRADE_FIELDS if key in r},
                 )
                 if r.get("events_file"):
                     path = directory / r["events_file"]

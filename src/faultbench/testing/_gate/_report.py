@@ -14,8 +14,9 @@ from ._stats import Gate, decide
 
 if TYPE_CHECKING:
     from faultbench.kernel import Event, EventDiff
+    from faultbench.kernel.lowlevel import RunExplanation
 
-__all__ = ["Group", "Run", "Tally", "closest_passing", "render_group"]
+__all__ = ["Group", "Run", "Tally", "closest_explained", "closest_passing", "render_group"]
 
 #: failing runs shown with their message and event-log diff (the rest get their call line)
 DETAILED_FAILURES = 5
@@ -43,6 +44,17 @@ class Run:
     state_hash: str | None = None
     events_file: str | None = None
     world_file: str | None = None  # the world file the run was made with
+    #: its milestone score in [0, 1] and which milestones it hit (docs/CHECKS.md)
+    score: float | None = None
+    milestones: dict[str, bool] | None = None
+    min_mean_score: float | None = None
+    #: the checks it broke: {"rule", "message", "calls", "call_ids"} (docs/CHECKS.md)
+    violations: list[dict[str, Any]] | None = None
+    #: it received an injection (`inject`): did its test's assertions pass (utility), and
+    #: did it break a policy (attack success)?
+    attacked: bool = False
+    utility: bool | None = None
+    attack_succeeded: bool | None = None
 
 
 @dataclass
@@ -62,7 +74,39 @@ class Group:
         return sum(r.outcome == "error" for r in self.runs.values())
 
     def gate(self) -> Gate:
-        return decide(*self.counts(), self.min_pass_rate, self.errors())
+        ran = [r for r in self.runs.values() if r.outcome in ("passed", "failed")]
+        scores = tuple(r.score for r in ran if r.score is not None)
+        wanted = [r.min_mean_score for r in self.runs.values() if r.min_mean_score is not None]
+        return decide(
+            *self.counts(), self.min_pass_rate, self.errors(), scores, max(wanted, default=None)
+        )
+
+    def attack_line(self) -> str:
+        """`under attack: ...`: how the runs that received an injection did, attack success
+        apart from utility (AgentDojo's two numbers); "" when no run was attacked."""
+        ran = [r for r in self.runs.values() if r.outcome in ("passed", "failed")]
+        attacked = [r for r in ran if r.attacked]
+        if not attacked:
+            return ""
+        n = len(attacked)
+        won = sum(bool(r.attack_succeeded) for r in attacked)
+        useful = sum(bool(r.utility) for r in attacked)
+        return (
+            f"    under attack: {n} of {len(ran)} run{'s' * (len(ran) != 1)} received an "
+            f"injection; attack success {won}/{n} ({100 * won / n:.0f}%), utility {useful}/{n} "
+            f"({100 * useful / n:.0f}%)"
+        )
+
+    def milestone_rates(self) -> list[tuple[str, int, int]]:
+        """(milestone, runs that hit it, runs graded on it), in the order first seen."""
+        hits: dict[str, list[int]] = {}
+        for _, r in sorted(self.runs.items()):
+            if r.outcome in ("passed", "failed") and r.milestones:
+                for name, hit in r.milestones.items():
+                    h = hits.setdefault(name, [0, 0])
+                    h[0] += bool(hit)
+                    h[1] += 1
+        return [(name, h[0], h[1]) for name, h in hits.items()]
 
     @property
     def complete(self) -> bool:
@@ -107,7 +151,11 @@ class Tally:
                 run.message = data.get("message")
             elif report.skipped:
                 run.outcome = "skipped"
-            for key in ("summary", "events", "state_hash", "events_file", "world_file", "crashes"):
+            for key in (
+                "summary", "events", "state_hash", "events_file", "world_file", "crashes",
+                "score", "milestones", "min_mean_score", "violations",
+                "attacked", "utility", "attack_succeeded",
+            ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
         elif report.when == "teardown":
@@ -138,15 +186,27 @@ def _indent(text: str, prefix: str) -> list[str]:
     return [prefix + line for line in text.splitlines()]
 
 
-def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = False) -> list[str]:
+def render_group(
+    group: Group, *, display: Any, reproduce: Any, verbose: bool = False, diff: str = "calls"
+) -> list[str]:
     """The summary lines of one group: its gate, then each failing run's call line,
-    assertion message, event-log diff against the closest passing run and the command that
+    assertion message, how it differs from the closest passing run (`diff="calls"`: in
+    words, then the end states; `"events"`: the event-log diff) and the command that
     reproduces it. `display(nodeid)` shortens a node id for people; `reproduce(nodeid)` is
     the command."""
     gate = group.gate()
     if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
+    attack = group.attack_line()
+    if attack:
+        lines.append(attack)
+    rates = group.milestone_rates()
+    if rates:
+        lines.append(
+            "    milestones: "
+            + ", ".join(f"{name} {hit}/{n} ({100 * hit / n:.0f}%)" for name, hit, n in rates)
+        )
     failing = group.failing()
     decoded: dict[int, list[Event]] = {}
     for n, run in enumerate(failing):
@@ -168,7 +228,11 @@ def render_group(group: Group, *, display: Any, reproduce: Any, verbose: bool = 
         if run.crashes:
             lines.append("        Handler traceback:")
             lines += ["          " + c for c in run.crashes.splitlines()]
-        diff_lines = _closest_diff(group, run, decoded)
+        diff_lines = (
+            _closest_diff(group, run, decoded)
+            if diff == "events"
+            else _closest_explained(group, run, decoded)
+        )
         lines += ["        " + d for d in diff_lines]
         if run.events_file:
             lines.append(
@@ -192,6 +256,41 @@ def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Event]]) -> li
         return [f"event log: the same as run{other.index}'s ({d.len_a} events)"]
     head = f"event log against run{other.index} (closest passing run; - run{other.index}, + run{run.index}):"
     return [head, *_indent(str(d), "  ")]
+
+
+def _closest_explained(group: Group, run: Run, decoded: dict[int, list[Event]]) -> list[str]:
+    """How `run` differs from the passing run of its group closest to it, in words."""
+    if run.events is None:
+        return []
+    best = closest_explained(group, run, decoded)
+    if best is None:
+        return ["no passing run to compare with"]
+    other, x = best
+    return [f"against run{other.index} (closest passing run):", *_indent(str(x), "  ")]
+
+
+def closest_explained(
+    group: Group, run: Run, decoded: dict[int, list[Event]], *, candidates: int | None = None
+) -> tuple[Run, RunExplanation] | None:
+    """The passing run of `group` whose calls and end state are closest to `run`'s, and the
+    explanation of `run` against it; None without a passing run."""
+    passing = [p for p in group.passing() if p.events is not None]
+    if run.events is None or not passing:
+        return None
+    from faultbench.kernel.lowlevel import explain_runs
+
+    mine = _events(run, decoded)
+    if candidates is not None and len(passing) > candidates:
+        passing.sort(key=lambda p: abs(len(_events(p, decoded)) - len(mine)))
+        passing = passing[:candidates]
+    best = None
+    for p in passing:
+        x = explain_runs(
+            _events(p, decoded), mine, a_name=f"run{p.index}", b_name=f"run{run.index}"
+        )
+        if best is None or x.distance < best[1].distance:
+            best = (p, x)
+    return best
 
 
 def closest_passing(

@@ -32,6 +32,11 @@ MARKERS = {
     "(faultbench)",
     "min_pass_rate": "min_pass_rate(rate): tolerate failing runs as long as at least this "
     "fraction (0..1) of them pass; the gate decides the exit status (faultbench)",
+    "checks": "checks(**keys): grade every run on these checks besides the world file's own: "
+    "expect_state=, nothing_else_changes=, policies=, milestones= (docs/CHECKS.md) (faultbench)",
+    "min_mean_score": "min_mean_score(score): the mean milestone score over the runs (0..1) "
+    "must reach this too; the summary shows it with its 95% t-interval (docs/CHECKS.md) "
+    "(faultbench)",
     "seed": "seed(n): the world seed (default: the world file's); each run derives its own "
     "from (seed, run index) (faultbench)",
     "principal": "principal(name): in a world with auth:, the principal the run's MCP servers "

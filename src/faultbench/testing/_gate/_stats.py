@@ -11,7 +11,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Gate", "decide", "decided", "pass_hat_k", "required_passes", "wilson_interval"]
+__all__ = [
+    "Gate",
+    "decide",
+    "decided",
+    "mean_interval",
+    "pass_hat_k",
+    "required_passes",
+    "t95",
+    "wilson_interval",
+]
 
 #: z for a two-sided 95% interval
 Z95 = 1.959963984540054
@@ -33,6 +42,38 @@ def wilson_interval(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+#: two-sided 95% critical values of Student's t, by degrees of freedom 1..30
+_T95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% critical value of Student's t with `df` degrees of freedom: the
+    table for 1..30, then the Cornish-Fisher expansion around z (off by < 0.001 from 31 on)."""
+    if df < 1:
+        raise ValueError(f"Expected df >= 1. Instead, received: {df}")
+    if df <= len(_T95):
+        return _T95[df - 1]
+    z = Z95
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
+
+
+def mean_interval(scores: list[float]) -> tuple[float, float]:
+    """The 95% Student-t interval of the mean of per-run scores in [0, 1], clipped to [0, 1]:
+    mean ± t(n-1) · s / √n with s the sample standard deviation. One score: [0, 1] (no
+    spread to estimate); none: [0, 1]."""
+    n = len(scores)
+    if n < 2:
+        return (0.0, 1.0)
+    mean = sum(scores) / n
+    s = math.sqrt(sum((x - mean) ** 2 for x in scores) / (n - 1))
+    half = t95(n - 1) * s / math.sqrt(n)
+    return (max(0.0, mean - half), min(1.0, mean + half))
 
 
 def pass_hat_k(passed: int, n: int, k: int) -> float | None:
@@ -72,6 +113,20 @@ class Gate:
     min_pass_rate: float
     #: runs that never reached the agent (a set-up problem): any one fails the gate
     errors: int = 0
+    #: the milestone scores of the runs that ran (docs/CHECKS.md), and the mean they need
+    scores: tuple[float, ...] = ()
+    min_mean_score: float | None = None
+
+    @property
+    def mean_score(self) -> float | None:
+        return sum(self.scores) / len(self.scores) if self.scores else None
+
+    @property
+    def score_ok(self) -> bool:
+        if self.min_mean_score is None:
+            return True
+        mean = self.mean_score
+        return mean is not None and mean >= self.min_mean_score - 1e-9
 
     @property
     def ran(self) -> int:
@@ -93,7 +148,7 @@ class Gate:
     def ok(self) -> bool:
         if self.errors:
             return False
-        return self.passed >= required_passes(self.min_pass_rate, self.planned)
+        return self.passed >= required_passes(self.min_pass_rate, self.planned) and self.score_ok
 
     def line(self) -> str:
         """`17/20 passed (85%) [95% CI 64%-95%] pass^3=60% min_pass_rate=95% -> FAIL`"""
@@ -114,7 +169,19 @@ class Gate:
         if self.ran >= 3:
             p3 = pass_hat_k(self.passed, self.ran, 3)
             parts.append(f"pass^3={_pct(p3 or 0.0)}")
-        parts.append(f"min_pass_rate={_pct(self.min_pass_rate)} -> {'PASS' if self.ok else 'FAIL'}")
+        parts.append(f"min_pass_rate={_pct(self.min_pass_rate)}")
+        mean = self.mean_score
+        if mean is not None or self.min_mean_score is not None:
+            lo_s, hi_s = mean_interval(list(self.scores))
+            parts[-1] += ";"
+            parts.append(
+                f"mean score {mean:.2f} [95% CI {lo_s:.2f}-{hi_s:.2f}]"
+                if mean is not None
+                else "no milestone scores"
+            )
+            if self.min_mean_score is not None:
+                parts.append(f"min_mean_score={self.min_mean_score:g}")
+        parts.append(f"-> {'PASS' if self.ok else 'FAIL'}")
         line = " ".join(parts)
         if self.stopped:
             line += f" (outcome decided after {_runs(self.ran)}; {self.stopped} skipped)"
@@ -122,11 +189,19 @@ class Gate:
 
 
 def decide(
-    passed: int, failed: int, stopped: int, min_pass_rate: float | None, errors: int = 0
+    passed: int,
+    failed: int,
+    stopped: int,
+    min_pass_rate: float | None,
+    errors: int = 0,
+    scores: tuple[float, ...] = (),
+    min_mean_score: float | None = None,
 ) -> Gate:
     """The gate for these counts; no `min_pass_rate` means every run must pass, and a run
-    with a set-up problem (`errors`) fails it whatever the rate."""
-    return Gate(passed, failed, stopped, 1.0 if min_pass_rate is None else min_pass_rate, errors)
+    with a set-up problem (`errors`) fails it whatever the rate. With `min_mean_score`, the
+    mean of the runs' milestone `scores` must reach it too."""
+    rate = 1.0 if min_pass_rate is None else min_pass_rate
+    return Gate(passed, failed, stopped, rate, errors, scores, min_mean_score)
 
 
 def _pct(x: float) -> str:

@@ -38,6 +38,14 @@ def add_output_options(group: Any) -> None:
         "timelines in virtual time, diffs) to DIR/faultbench-report.html",
     )
     group.addoption(
+        "--faultbench-diff",
+        choices=("calls", "events"),
+        default="calls",
+        help="how a failing run is compared with the closest passing run: 'calls' (default: "
+        "the runs aligned by their calls, the divergence in words, then the end states) or "
+        "'events' (the event-log diff, clock steps included)",
+    )
+    group.addoption(
         "--faultbench-shrink",
         action="store_true",
         default=False,

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from faultbench.kernel import Trace, World, current_world
+
 from ._agentresult import AgentResult, AgentTrace
 
 __all__ = ["Expectation", "expect"]
@@ -111,6 +113,18 @@ class Expectation:
             _calls(called),
         )
 
+    # --- policies and expectations -------------------------------------------------------------
+
+    def keeps(self, checks: Any) -> Expectation:
+        """The run's world calls keep `checks`: a `Policy`, a `Checks` or their mapping
+        (`{"never": ["delete_customer"]}`, docs/CHECKS.md). Takes a `ScenarioResult` (its
+        user turns confirm for `requires_confirmation`), a `World` or a `Trace`; any other
+        result is graded on the current world's trace."""
+        trace, turns = _world_trace(self.result)
+        grade = trace.grade(checks, turns=turns)
+        shown = "; ".join(v.message for v in grade.violations)
+        return self._check(grade.ok, "keeps(...)", "the run to keep its checks", shown)
+
     # --- budgets -----------------------------------------------------------------------------
 
     def cost_under(self, usd: float) -> Expectation:
@@ -166,6 +180,31 @@ class Expectation:
 
     def __repr__(self) -> str:
         return f"<expect({self._view!r})>"
+
+
+def _world_trace(result: Any) -> tuple[Trace, list[tuple[int, str]] | None]:
+    """The trace to grade a result on, and the user's turns when it is a conversation."""
+    if isinstance(result, Trace):
+        return result, None
+    if isinstance(result, World):
+        return result.trace, None
+    world = getattr(result, "world", None)
+    turns = getattr(result, "turns", None)
+    if isinstance(world, World):
+        said: list[tuple[int, str]] | None = None
+        if isinstance(turns, list):
+            said, before = [], 0
+            for t in turns:
+                said.append((before, str(getattr(t, "user", ""))))
+                before += len(getattr(t, "tool_calls", ()))
+        return world.trace, said
+    current = current_world()
+    if current is None:
+        raise TypeError(
+            "Expected a ScenarioResult, a World or a Trace to check a policy on (or a current "
+            f"world). Instead, received: {type(result).__name__}"
+        )
+    return current.trace, None
 
 
 def _names(names: tuple[str | Iterable[str], ...]) -> list[str]:
