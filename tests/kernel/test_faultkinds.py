@@ -81,6 +81,7 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
     assert ERROR_KINDS == (
         "timeout", "timeout_before_commit", "http_500", "http_502", "http_503", "http_429",
         "not_found", "empty_result", "malformed_json", "stale_read", "duplicate",
+        "page_drift", "truncated_page", "expired_cursor",
     )  # fmt: skip
     assert [k.name for k in KINDS if not k.configurable] == ["rate_limit"]
     assert {k.name for k in KINDS if EFFECTS[k.effect]} == FAILURE_KINDS

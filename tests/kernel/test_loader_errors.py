@@ -14,7 +14,7 @@ from faultbench.kernel.lowlevel import load_spec
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
-    "empty_result, malformed_json, stale_read or duplicate"
+    "empty_result, malformed_json, stale_read, duplicate, page_drift, truncated_page or expired_cursor"
 )
 TYPES = "expected one of str, int, float, bool, datetime, enum[a, b] or ref[service.record]"
 
@@ -248,7 +248,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler or description; did you mean 'filter'?",
+            "filter, handler, description, sort or page; did you mean 'filter'?",
         ),
         (
             8, 14,

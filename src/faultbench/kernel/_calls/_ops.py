@@ -28,6 +28,7 @@ from .._errors import (
     format_traceback,
     not_found_text,
 )
+from .._spec._lists import is_rich
 from .._spec._schema import Validator, default_description, input_schema, operation_args
 from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
@@ -36,6 +37,7 @@ from .._store._incall import ToolCharges, charging
 from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
+from ._lists import ListRunner
 from ._results import Tool
 
 if TYPE_CHECKING:
@@ -170,7 +172,9 @@ class CompiledOp:
     copy of such a value, for a `CallResult` (the cheapest one that is deep: a record is a
     flat dict of scalars, so `dict` copies it entirely)."""
 
-    __slots__ = ("copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator")
+    __slots__ = (
+        "copy", "handler", "kind", "lister", "name", "record", "run", "spec", "tool", "validator",
+    )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
         args = operation_args(op, spec.records)
@@ -189,11 +193,21 @@ class CompiledOp:
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
+        #: a list operation with operators, sort or pages (`_lists.py`); None for the rest
+        self.lister = ListRunner(spec, op) if op.kind == "list" and is_rich(op) else None
+        if self.lister is not None:
+            self.run = self.lister.run
         self.copy: Callable[[Any], Any] = _copy_record if op.kind in _ONE_RECORD else _copy_json
 
     # Each runner returns the operation's value as JSON types. A record's fields are scalars
     # with str keys (Table checks every value), so `_record_json` converts it, and datetimes
     # become RFC 3339 strings.
+
+    def empty(self) -> Any:
+        """The answer of `empty_result`: nothing, in the shape this tool answers in."""
+        if self.lister is not None:
+            return self.lister.empty()
+        return [] if self.kind == "list" else {}
 
     def _not_found(self, exc: RecordNotFound) -> RecordNotFound:
         """A Table's not-found as this tool answers it: in the words of an injected 404."""

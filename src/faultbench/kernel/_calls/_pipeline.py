@@ -53,6 +53,7 @@ from .._store._events import (
     WorldCreated,
 )
 from .._text._show import loggable, show_value
+from ._lists import unpaged_fault
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 
@@ -450,7 +451,7 @@ def _empty(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> N
         # is passed on intact, as for malformed_json.
         _, tx = _attempt(cx, d, flight)
         tx.commit()
-    flight.value = [] if flight.op.kind == "list" else {}
+    flight.value = flight.op.empty()
 
 
 def _stale(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
@@ -485,6 +486,17 @@ def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) 
         tx.commit()
 
 
+def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # A read: the list runner serves the page the fault describes (`_lists.py`).
+    d.call_id = flight.call_id
+    tx = cx.transaction(d)
+    lister = flight.op.lister
+    if lister is None:  # a list of equality filters, without pages
+        flight.value = unpaged_fault(flight.op.run(tx, dict(flight.args)), decision.kind)
+    else:
+        flight.value = lister.run(tx, dict(flight.args), fault=decision.kind)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -492,6 +504,7 @@ _EFFECTS: dict[str, Executor] = {
     "stale": _stale,
     "malformed": _malformed,
     "duplicate": _duplicate,
+    "page": _page,
 }
 
 

@@ -47,6 +47,7 @@ EFFECTS: dict[str, bool] = {
     "stale": False,  # the answer from the state of `lag_s` seconds ago
     "malformed": False,  # a success whose text is not valid JSON
     "duplicate": False,  # the write applied `1 + times` times; the first answer
+    "page": False,  # a list page served wrong: shifted by one, or `has_more` cut short
 }
 
 
@@ -225,6 +226,20 @@ KINDS: tuple[FaultKind, ...] = (
         name="rate_limit", effect="fail", default_commit=False, commit_option=False,
         options=(Option("retry_after_s", None, "retry after {}"),), configurable=False,
         message=_rate_limited, refused=True,
+    ),
+    # Pages (list operations with `page:`): a real API's paging, at its worst.
+    FaultKind(
+        name="page_drift", effect="page", default_commit=False, commit_option=False,
+        applies_to=("list",),
+    ),
+    FaultKind(
+        name="truncated_page", effect="page", default_commit=False, commit_option=False,
+        applies_to=("list",),
+    ),
+    FaultKind(
+        name="expired_cursor", effect="fail", default_commit=False, commit_option=False,
+        applies_to=("list",),
+        message=_status("400 Bad Request: cursor expired; start again ({name})"),
     ),
 )  # fmt: skip
 

@@ -20,6 +20,7 @@ import msgspec
 from .._errors import InvalidArguments
 from .._text._names import closest
 from .._text._show import SHOW_MAX, show_name, show_value
+from ._lists import OP_TEXT, arg_name, is_rich, list_description
 from ._nested import INT_MAX as INT_MAX
 from ._nested import INT_MIN as INT_MIN
 from ._nested import NestedError, conform, describe, json_schema
@@ -130,6 +131,8 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
         return [Arg("id", "str", True, description=rid)]
+    if op.kind == "list" and is_rich(op):
+        return _list_args(op, rspec)
     if op.kind == "list":
         out = []
         for name in op.filter:
@@ -175,6 +178,75 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
     raise AssertionError(f"unknown operation kind {op.kind!r}")
 
 
+def _list_args(op: OperationSpec, rspec: RecordSpec) -> list[Arg]:
+    """A list operation with operators, `sort:` or `page:` (see `_lists.py` for the names)."""
+    plural = _w(rspec.plural)
+    out = []
+    for name, ops in op.where:
+        f = rspec.field(name)
+        assert f is not None, f"filter field {name!r} was validated by the loader"
+        for o in ops:
+            if o == "eq":
+                text = f"only {plural} whose {name} equals this"
+                out.append(_field_arg(f, required=False, nullable=f.optional, text=text + _OMIT))
+                continue
+            text = OP_TEXT[o].format(plural=plural, name=name) + _OMIT
+            if o == "in":
+                item = msgspec.structs.replace(f, optional=False, has_default=False)
+                many = FieldSpec(arg_name(name, o), "list", item=item)
+                out.append(Arg(many.name, "list", False, description=text, field=many))
+            elif o in ("prefix", "contains"):
+                out.append(Arg(arg_name(name, o), "str", False, description=text))
+            else:
+                out.append(Arg(arg_name(name, o), f.kind, False, description=text))
+    if op.sort:
+        text = (
+            f"order of the {plural}: a field name, '-' first for descending; default {op.sort[0]}"
+        )
+        out.append(
+            Arg("sort", "enum", False, op.sort, description=text, has_default=True,
+                default=op.sort[0])
+        )  # fmt: skip
+    page = op.page
+    if page is not None:
+        out.append(
+            Arg("limit", "int", False, description=f"how many {plural} to return, 1 to "
+                f"{page.max_size}", has_default=True, default=page.size)
+        )  # fmt: skip
+        if page.style == "cursor":
+            out.append(
+                Arg(
+                    "starting_after",
+                    "str",
+                    False,
+                    description=("a next_cursor from an earlier result: return the page after it"),
+                )
+            )
+            out.append(
+                Arg(
+                    "ending_before",
+                    "str",
+                    False,
+                    description=("a cursor from an earlier result: return the page before it"),
+                )
+            )
+        else:
+            out.append(
+                Arg(
+                    "offset",
+                    "int",
+                    False,
+                    description=(f"how many {plural} to skip"),
+                    has_default=True,
+                    default=0,
+                )
+            )
+    return out
+
+
+_OMIT = "; omit to not filter on it"
+
+
 def _param_text(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
     """A custom handler's argument as the agent reads it: the docstring's words for it, or
     what its name says (`order_id` of a world with orders is an order's id); then what
@@ -218,6 +290,8 @@ def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> st
     r = records[op.record]
     if op.kind == "get":
         return f"Get one {_w(r.name)} by id. Fails with a not-found error if there is none."
+    if op.kind == "list" and is_rich(op):
+        return list_description(op, r)
     if op.kind == "list":
         names = [*op.filter]
         if len(names) > 1:

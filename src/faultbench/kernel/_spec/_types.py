@@ -76,6 +76,14 @@ class ParamSpec(msgspec.Struct, frozen=True):
     description: str = ""  # from the handler docstring's Args:/Parameters section, if any
 
 
+class PageSpec(msgspec.Struct, frozen=True):
+    """`page:` of a list operation: how results are split (see docs/WORLDS.md, "Lists")."""
+
+    style: Literal["cursor", "offset"]
+    size: int = 10  # the default `limit`
+    max_size: int = 100  # the largest `limit` accepted
+
+
 class OperationSpec(msgspec.Struct, frozen=True):
     name: str  # the tool name, world-unique
     service: str
@@ -86,6 +94,13 @@ class OperationSpec(msgspec.Struct, frozen=True):
     description: str | None = None  # from the file, else the handler's docstring
     params: tuple[ParamSpec, ...] = ()  # custom operations only
     loc: Location | None = None
+    #: list operations: (field, operators) in file order, e.g. ("amount", ("gt", "lte"));
+    #: `filter` above keeps the fields filtered by equality (`eq`), as before
+    where: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: list operations: the orders a caller may ask for, as written ("created_at",
+    #: "-amount"); the first is the default; none: id order
+    sort: tuple[str, ...] = ()
+    page: PageSpec | None = None
 
     @property
     def qualname(self) -> str:
