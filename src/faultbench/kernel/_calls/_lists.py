@@ -8,7 +8,7 @@ field's sorted entries, or an equality bucket, so a page costs O(log n + page) h
 it is, and nothing scans a table where an index answers.
 
 Cursors are opaque: base64 of (sort, value, id) of the last record served, with a keyed
-checksum (of the world, the tool and the seed) that refuses a forged or mangled one. They
+checksum (of the world's name and the tool) that refuses a forged or mangled one. They
 name a position by sort key, not an offset, so records inserted or deleted between two
 fetches move nothing: each record that stays is served exactly once.
 
@@ -23,6 +23,7 @@ import base64
 import hashlib
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -30,7 +31,7 @@ import msgspec
 from .._errors import InvalidArguments
 from .._spec._lists import arg_name, sort_key
 from .._store._indexes import IdSet
-from .._store._sorted import TOP, KeySet, entry, key_of
+from .._store._sorted import ID, TOP, KeySet, entry, field_value, key_of
 from .._text._keys import id_order
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ _MAX = "\U0010ffff"  # above every id: (key, _MAX) sorts after the entry of key
 #: an equality bucket this small is sorted by the sort field per call; a larger one is
 #: read through the sort field's index, filtering as it goes
 _SORT_HERE = 4096
+_ID = itemgetter(3)  # an entry's id
+_ISSUED = 4096  # cursors remembered per tool
 
 
 def _pred(op: str, x: Any) -> Pred:
@@ -74,6 +77,8 @@ class ListRunner:
         self.conds = {arg_name(f, o): (f, o) for f, ops in op.where for o in ops}
         self.page = op.page
         self._secret = f"faultbench cursor\0{spec.name}\0{op.name}\0".encode()
+        #: cursors given out lately -> (sort, position): a walk's next call skips decoding
+        self._issued: dict[str, tuple[str, tuple[Any, ...]]] = {}
 
     def empty(self) -> Any:
         """What `empty_result` answers: no records, and nothing more to fetch."""
@@ -175,21 +180,23 @@ class ListRunner:
         if field and best is not None and len(best) <= _SORT_HERE:
             keyed = sorted(((self._key(field, rows[r], r), r) for r in best), reverse=reverse)
             return self._after(keyed, after, reverse, inclusive)
-        if not field:
+        ks: KeySet | None = ix.keys(field or "id") if ix is not None else None
+        if not field and (ks is None or (best is not None and len(best) * 8 < len(rows))):
+            # id order from an IdSet: the bucket's, or the table's (a list without pages)
             idset = best if best is not None else ix.ids if ix is not None else None
             if idset is None:
-                keyed = sorted(((id_order(r), r) for r in rows), reverse=reverse)
+                keyed = sorted(((self._key("", rows[r], r), r) for r in rows), reverse=reverse)
                 return self._after(keyed, after, reverse, inclusive)
-            start = after[0] if after is not None else None
+            start = after[1] if after is not None else None
             if start is not None and reverse and inclusive:
                 start = (*start, "")  # just above the cursor's own id
             walk = idset.walk(start, reverse=reverse)
             if start is not None and not reverse and not inclusive:
                 return _drop_if(walk, lambda r: id_order(r) == start)
             return walk
-        ks: KeySet | None = ix.keys(field) if ix is not None else None
         if ks is None:
-            ks = KeySet.of([entry(data.get(field), rid) for rid, data in rows.items()])
+            name = field or "id"
+            ks = KeySet.of([entry(field_value(d, name), rid) for rid, d in rows.items()])
         lo: tuple[Any, ...] | None = None
         hi: tuple[Any, ...] | None = None
         for f, o, x in conds:
@@ -204,14 +211,12 @@ class ListRunner:
             if o in ("lte", "eq"):
                 hi = _min(hi, (True, x, TOP))
         if after is not None:
+            # (key, _MAX) sorts just after the entry of key: past the cursor's own record
             if not reverse:
-                lo = _max(lo, after)
+                lo = _max(lo, after if inclusive else (*after, _MAX))
             else:
                 hi = _min(hi, (*after, _MAX) if inclusive else after)
-        walk = (e[3] for e in ks.walk(lo, hi, reverse=reverse))
-        if after is not None and not reverse and not inclusive:
-            return _drop_if(walk, lambda r: self._key(field, rows[r], r) == after)
-        return walk
+        return map(_ID, ks.walk(lo, hi, reverse=reverse))
 
     @staticmethod
     def _after(
@@ -228,7 +233,8 @@ class ListRunner:
         return sum(1 for rid in ids if all(p(rows[rid][f]) for f, p in preds))
 
     def _key(self, field: str, data: Any, rid: str) -> tuple[Any, ...]:
-        return key_of(data.get(field), rid) if field else (id_order(rid),)
+        """A record's position: its entry in the sorted index (of `id` for id order)."""
+        return key_of(data.get(field), rid) if field else key_of(ID, rid)
 
     # --- cursors ------------------------------------------------------------------------------
 
@@ -239,13 +245,21 @@ class ListRunner:
         value = data.get(field) if field else None
         payload = msgspec.json.encode([sort, value, rid])
         text = base64.urlsafe_b64encode(payload).decode().rstrip("=")
-        return f"{text}.{self._mac(payload)}"
+        token = f"{text}.{self._mac(payload)}"
+        issued = self._issued
+        if len(issued) >= _ISSUED:
+            issued.clear()
+        issued[token] = (sort, self._key(field, data, rid))
+        return token
 
     def _position(
         self, cursor: str | None, sort: str, field: str, arg: str
     ) -> tuple[Any, ...] | None:
         if cursor is None:
             return None
+        known = self._issued.get(cursor)
+        if known is not None and known[0] == sort:
+            return known[1]  # one this runner gave out: no need to decode and check it
         text, _, mac = cursor.partition(".")
         try:
             payload = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

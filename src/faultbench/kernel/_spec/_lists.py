@@ -46,10 +46,13 @@ def sort_key(entry: str) -> tuple[str, bool]:
 
 
 def list_sorted_fields(op: OperationSpec) -> tuple[str, ...]:
-    """The fields `op` reads in value order: its sort fields and its range-filtered ones."""
+    """The fields `op` reads in value order: its sort fields and its range-filtered ones,
+    and `id` for pages in id order (an `id` entry's value is its id's `id_order` key)."""
     out = [sort_key(e)[0] for e in op.sort]
     out += [f for f, ops in op.where if any(o in RANGE_OPERATORS for o in ops)]
-    return tuple(f for f in dict.fromkeys(out) if f != "id")
+    if op.page is not None and not op.sort:
+        out.append("id")  # pages in id order: cursors find their place by bisection
+    return tuple(dict.fromkeys(out))
 
 
 def is_rich(op: OperationSpec) -> bool:

@@ -35,7 +35,7 @@ import immutables
 
 from .._spec._lists import list_sorted_fields
 from .._text._keys import id_order
-from ._sorted import KeySet, entry
+from ._sorted import KeySet, entry, field_value
 
 if TYPE_CHECKING:
     from .._spec._types import WorldSpec
@@ -237,7 +237,7 @@ class TableIndex:
         sorted_fields = tuple(f[1:] for f in fields if f.startswith(SORTED))
         fields = tuple(f for f in fields if not f.startswith(SORTED))
         keysets = tuple(
-            KeySet.of([entry(data.get(f), rid) for rid, data in rows.items()])
+            KeySet.of([entry(field_value(data, f), rid) for rid, data in rows.items()])
             for f in sorted_fields
         )
         ix = cls._build(rows, fields)
@@ -319,9 +319,9 @@ def _key_changed(
     if old is not None and new is not None and old.get(field) == new.get(field):
         return ks
     if old is not None:
-        ks = ks.remove(entry(old.get(field), rid))
+        ks = ks.remove(entry(field_value(old, field), rid))
     if new is not None:
-        ks = ks.add(entry(new.get(field), rid))
+        ks = ks.add(entry(field_value(new, field), rid))
     return ks
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from .._text._keys import id_order
@@ -23,6 +24,9 @@ Entry = tuple[Any, ...]  # (present, value, id_order(id), id)
 
 
 def entry(value: Any, rid: str) -> Entry:
+    if value is ID:
+        key = id_order(rid)
+        return (True, key, key, rid)
     if value is None:
         return (False, 0, id_order(rid), rid)
     return (True, value, id_order(rid), rid)
@@ -33,22 +37,28 @@ def key_of(value: Any, rid: str) -> tuple[Any, ...]:
     return entry(value, rid)[:3]
 
 
+#: the value of the `id` field's entries: they sort by `id_order` (see `field_value`)
+ID: Any = object()
+
+
+def field_value(data: Any, field: str) -> Any:
+    """What a sorted index of `field` orders a record by."""
+    return ID if field == "id" else data.get(field)
+
+
 #: above every id key: `(True, v, TOP)` sorts after every entry of value v
 TOP = (float("inf"),)
-
-
-def _last(chunk: tuple[Entry, ...]) -> Entry:
-    return chunk[-1]
 
 
 class KeySet:
     """A persistent sorted set of entries. Never changes once made."""
 
-    __slots__ = ("_chunks", "_n")
+    __slots__ = ("_chunks", "_fences", "_n")
 
     def __init__(self, chunks: tuple[tuple[Entry, ...], ...] = (), n: int = 0):
         self._chunks = chunks
         self._n = n
+        self._fences: list[Entry] | None = None  # each chunk's last entry, made on first read
 
     @classmethod
     def of(cls, entries: list[Entry]) -> KeySet:
@@ -62,7 +72,10 @@ class KeySet:
     def _find(self, key: tuple[Any, ...]) -> tuple[int, int]:
         """(chunk, position) of the first entry >= key."""
         chunks = self._chunks
-        i = bisect_left(chunks, key, key=_last)
+        fences = self._fences
+        if fences is None:  # once per set: a read after reads bisects in C only
+            fences = self._fences = [c[-1] for c in chunks]
+        i = bisect_left(fences, key)
         if i == len(chunks):
             return i, 0
         return i, bisect_left(chunks[i], key)
@@ -102,28 +115,17 @@ class KeySet:
         *,
         reverse: bool = False,
     ) -> Iterator[Entry]:
-        """Entries e with lo <= e < hi (None: unbounded), ascending, or descending."""
+        """Entries e with lo <= e < hi (None: unbounded), ascending, or descending: two
+        bisections, then whole chunk slices (no comparison per entry)."""
         chunks = self._chunks
+        i, j = self._find(lo) if lo is not None else (0, 0)
+        k, m = self._find(hi) if hi is not None else (len(chunks), 0)
+        if (i, j) >= (k, m):
+            return iter(())
+        parts = [
+            (n, j if n == i else 0, m if n == k else None)
+            for n in range(i, min(k, len(chunks) - 1) + 1)
+        ]
         if not reverse:
-            i, j = self._find(lo) if lo is not None else (0, 0)
-            while i < len(chunks):
-                chunk = chunks[i]
-                for k in range(j, len(chunk)):
-                    e = chunk[k]
-                    if hi is not None and e >= hi:
-                        return
-                    yield e
-                i, j = i + 1, 0
-            return
-        i, j = self._find(hi) if hi is not None else (len(chunks), 0)
-        j -= 1
-        while i >= 0:
-            if i < len(chunks):
-                chunk = chunks[i]
-                for k in range(min(j, len(chunk) - 1), -1, -1):
-                    e = chunk[k]
-                    if lo is not None and e < lo:
-                        return
-                    yield e
-            i -= 1
-            j = len(chunks[i]) - 1 if i >= 0 else -1
+            return chain.from_iterable(chunks[n][a:b] for n, a, b in parts)
+        return chain.from_iterable(chunks[n][a:b][::-1] for n, a, b in reversed(parts))
