@@ -280,3 +280,22 @@ def test_check_shows_only_the_faults_that_can_happen_to_each_tool(tmp_path):
         "http_429 1% (retry after 1s); not_found if newer than 1h; script: call 2 duplicate "
         "(1 extra)",
     ]
+
+
+def test_check_summarises_nested_fields_and_list_operations():
+    nested = faultbench("check", "tests/worlds/nested_shop.yaml")
+    assert nested.returncode == 0, nested.stderr
+    assert "address: {line1: str, city: str, postal_code: str?}" in nested.stdout
+    assert "lines: list[{description: str, amount: int, quantity: int, at: datetime?}]" in (
+        nested.stdout
+    )
+    paged = faultbench("check", "tests/worlds/paged_shop.yaml")
+    assert paged.returncode == 0, paged.stderr
+    lines = paged.stdout.splitlines()
+    assert (
+        "      list: filter status eq|in, amount gt|gte|lt|lte, created_at gte|lt, email "
+        "eq|prefix|contains; sort created_at|-amount (default created_at); cursor pages of 10 "
+        "(at most 100)"
+    ) in lines
+    assert "      list: filter status eq; id order; offset pages of 7 (at most 100)" in lines
+    assert "status_in?: list[enum[pending, succeeded, failed]]" in paged.stdout

@@ -91,6 +91,8 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
             yield f"  tool {tool}({args})  [{op.kind}{target}{handler}]"
             if op.description:
                 yield f"      {op.description}"
+            if op.sort or op.page is not None or any(ops != ("eq",) for _, ops in op.where):
+                yield f"      list: {_list_summary(op)}"
             # What the fault plan can actually do to this tool: kinds that cannot happen to
             # it left out, defaults (a timeout's 30s...) written out.
             yield f"      faults: {describe_rule(effective_rule(spec.faults, op))}"
@@ -156,6 +158,17 @@ def _value(value: Any) -> str:
     if isinstance(value, datetime):
         return _time(value)
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _list_summary(op: Any) -> str:
+    """A list operation's filters, orders and pages in one line."""
+    parts = [
+        "filter " + ", ".join(f"{f} {'|'.join(ops)}" for f, ops in op.where) if op.where else "",
+        f"sort {'|'.join(op.sort)} (default {op.sort[0]})" if op.sort else "id order",
+    ]
+    if op.page is not None:
+        parts.append(f"{op.page.style} pages of {op.page.size} (at most {op.page.max_size})")
+    return "; ".join(p for p in parts if p)
 
 
 def _arg_kind(a: Any) -> str:

@@ -25,7 +25,8 @@ from ._types import FieldSpec
 #: every JSON reader of an event log) can store; Python's unbounded ints would not round-trip.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
-_NOUN = {
+#: how a scalar kind reads in messages (`_schema.py` adds the argument-only kinds)
+SCALAR_NOUNS = {
     "str": "a string",
     "ref": "a string (a record id)",
     "int": "an integer",
@@ -55,7 +56,7 @@ def describe(f: FieldSpec) -> str:
     elif f.kind == "enum":
         text = "one of " + ", ".join(repr(c) for c in f.choices)
     else:
-        text = _NOUN[f.kind]
+        text = SCALAR_NOUNS[f.kind]
     return text + " or null" if f.optional else text
 
 

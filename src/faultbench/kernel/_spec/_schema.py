@@ -23,7 +23,7 @@ from .._text._show import SHOW_MAX, show_name, show_value
 from ._lists import OP_TEXT, arg_name, is_rich, list_description
 from ._nested import INT_MAX as INT_MAX
 from ._nested import INT_MIN as INT_MIN
-from ._nested import NestedError, conform, describe, json_schema
+from ._nested import SCALAR_NOUNS, NestedError, conform, describe, json_schema
 from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
 # --- how kinds read in messages and schemas ------------------------------------------------
@@ -31,12 +31,7 @@ from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 _encode = msgspec.json.Encoder().encode
 
 _NOUN = {
-    "str": "a string",
-    "ref": "a string (a record id)",
-    "int": "an integer",
-    "float": "a number",
-    "bool": "a boolean",
-    "datetime": "a date-time string with a timezone (RFC 3339, e.g. 2025-06-01T00:00:00Z)",
+    **SCALAR_NOUNS,
     "list": "an array",
     "dict": "an object",
     "any": "any JSON value",
