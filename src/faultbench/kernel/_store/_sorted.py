@@ -122,10 +122,13 @@ class KeySet:
         k, m = self._find(hi) if hi is not None else (len(chunks), 0)
         if (i, j) >= (k, m):
             return iter(())
-        parts = [
-            (n, j if n == i else 0, m if n == k else None)
-            for n in range(i, min(k, len(chunks) - 1) + 1)
-        ]
+        last = min(k, len(chunks) - 1)
+        # lazily, chunk by chunk: a page reads the chunks it needs, not every chunk in range
         if not reverse:
-            return chain.from_iterable(chunks[n][a:b] for n, a, b in parts)
-        return chain.from_iterable(chunks[n][a:b][::-1] for n, a, b in reversed(parts))
+            return chain.from_iterable(
+                chunks[n][j if n == i else 0 : m if n == k else None] for n in range(i, last + 1)
+            )
+        return chain.from_iterable(
+            chunks[n][j if n == i else 0 : m if n == k else None][::-1]
+            for n in range(last, i - 1, -1)
+        )
