@@ -13,6 +13,22 @@ size and side, wall clock, each figure the median of `--reps` batches:
                `where` that stops at its first match
 - KB/record    tracemalloc's traced memory of the world (records, indexes, log) / n
 
+per list size n (records in `charge`; `--lists`), list operations with operators and pages
+(issue 21), faults off, warm, each the median of `--reps` batches:
+
+- get          `get_charge(id)`: the baseline, a call that reads one record
+- range        `range_charges(amount_gte=x, amount_lt=x+50, limit=10)`: a range filter on the
+               sort field, about 0.05% of the table matching, a page of 10
+- page         `page_charges(limit=10, starting_after=<next_cursor>)`: the calls of one cursor
+               walk through the table in id order, each from where the last one stopped
+- filtered page  `page_charges(status="failed", limit=10, starting_after=...)`: the same
+               through an equality bucket (a third of the records)
+
+and one page walk of every record of a 10k-record table (`--walk`): its calls at limit 10
+(1000 pages) and at limit 100 (100 pages), total and per page, and the per-page cost of the
+walk's last 100 pages over its first 100 (about 1 when a page costs O(page), whatever its
+depth; about 10 at limit 10 if each page re-read the records before it);
+
 and per log length m (events, written by `get_order` calls on a 1k-record world):
 
 - journal      one call + the `faultbench serve --events` journal writing the new events
@@ -29,6 +45,7 @@ prints medians, ranges and after/before ratios. `--plot FILE.png` draws the per-
 figures (needs matplotlib: `uv sync --group bench`).
 
 Run: `uv run python benchmarks/bench_scale.py [--sizes 1000,10000,100000] [--reps 3]
+[--lists 10000,100000,1000000] [--walk 10000] [--only lists,walk]
 [--ab /tmp/before/src] [--plot docs/scale.png] [--json out.json]`
 """
 
@@ -171,6 +188,111 @@ def measure_size(n: int, reps: int) -> dict[str, float]:
     return out
 
 
+LISTS = """
+name: lists
+seed: 1
+clock: {{ start: 2025-01-01T00:00:00Z }}
+services:
+  pay:
+    records:
+      charge:
+        status: enum[pending, succeeded, failed]
+        amount: int
+    seed:
+      charge: {n}
+    operations:
+      range_charges:
+        kind: list
+        record: charge
+        filter: {{ amount: [gte, lt] }}
+        sort: [amount]
+        page: {{ style: cursor, size: 10 }}
+      page_charges: {{ kind: list, record: charge, filter: [status], page: {{ style: cursor }} }}
+      get_charge: {{ kind: get, record: charge }}
+"""
+
+
+def _lists_world(n: int, tmp: str):
+    from faultbench import load_world
+
+    path = Path(tmp) / f"lists_{n}.yaml"
+    path.write_text(LISTS.format(n=n))
+    return load_world(path, faults=False)
+
+
+class _Walker:
+    """Successive pages of one cursor walk, starting over at the end."""
+
+    def __init__(self, world, tool: str, **args):
+        self.world, self.tool, self.args, self.cursor = world, tool, args, None
+
+    def __call__(self, i: int) -> None:
+        args = dict(self.args)
+        if self.cursor is not None:
+            args["starting_after"] = self.cursor
+        page = self.world.call(self.tool, args).value
+        self.cursor = page["next_cursor"]
+
+
+def measure_lists(n: int, reps: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        world = _lists_world(n, tmp)
+        rng = random.Random(0)
+        lows = [rng.randrange(100, 99_950) for _ in range(4096)]
+
+        def ranged(i):
+            x = lows[i % 4096]
+            world.call("range_charges", {"amount_gte": x, "amount_lt": x + 50, "limit": 10})
+
+        ids = [str(rng.randint(1, n)) for _ in range(4096)]
+
+        def get(i):
+            world.call("get_charge", {"id": ids[i % 4096]})
+
+        for name, fn in [
+            ("get", get),
+            ("range", ranged),
+            ("page", _Walker(world, "page_charges", limit=10)),
+            ("filtered_page", _Walker(world, "page_charges", status="failed", limit=10)),
+        ]:
+            fn(0)  # warm
+            out[name] = _per_call(fn, _calls_for(_probe(fn)), reps)
+    return out
+
+
+def measure_walk(n: int, reps: int) -> dict[str, float]:
+    """Walk every record of an n-record table, page by page."""
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        world = _lists_world(n, tmp)
+        for limit in (10, 100):
+            totals, ratios = [], []
+            for _ in range(reps):
+                per_page, cursor, seen = [], None, 0
+                t0 = time.perf_counter()
+                while True:
+                    args: dict = {"limit": limit}
+                    if cursor is not None:
+                        args["starting_after"] = cursor
+                    t = time.perf_counter()
+                    page = world.call("page_charges", args).value
+                    per_page.append(time.perf_counter() - t)
+                    seen += len(page["data"])
+                    if not page["has_more"]:
+                        break
+                    cursor = page["next_cursor"]
+                totals.append(time.perf_counter() - t0)
+                assert seen == n, (seen, n)
+                k = max(1, len(per_page) // 10)
+                ratios.append(statistics.median(per_page[-k:]) / statistics.median(per_page[:k]))
+            pages = -(-n // limit)
+            out[f"walk_{limit}"] = statistics.median(totals)
+            out[f"per_page_{limit}"] = statistics.median(totals) / pages
+            out[f"last_first_{limit}"] = statistics.median(ratios)
+    return out
+
+
 def measure_log(m: int, reps: int) -> dict[str, float]:
     """Costs after a log of about m events (m/4 get_order calls)."""
     from faultbench.serve._journal import Journal
@@ -262,7 +384,13 @@ def measure_faults(reps: int) -> dict[str, float]:
 
 
 def child(kind: str, arg: int, reps: int) -> None:
-    fn = {"size": measure_size, "log": measure_log, "forks": measure_forks}.get(kind)
+    fn = {
+        "size": measure_size,
+        "log": measure_log,
+        "forks": measure_forks,
+        "lists": measure_lists,
+        "walk": measure_walk,
+    }.get(kind)
     result = measure_faults(reps) if kind == "faults" else fn(arg, reps)  # type: ignore[misc]
     print(json.dumps(result))
 
@@ -297,6 +425,8 @@ def main(argv: list[str]) -> None:
     sizes = [int(s) for s in opts.get("--sizes", "1000,10000,100000").split(",")]
     logs = [int(s) for s in opts.get("--logs", "2000,10000,100000").split(",")]
     forks = int(opts.get("--forks", "10000"))
+    lists = [int(s) for s in opts.get("--lists", "10000,100000,1000000").split(",") if s]
+    walk = int(opts.get("--walk", "10000"))
     reps = int(opts.get("--reps", "3"))
     rounds = int(opts.get("--rounds", "3"))
     sides = {"after": SRC}
@@ -306,12 +436,16 @@ def main(argv: list[str]) -> None:
         [("size", n) for n in sizes]
         + [("log", m) for m in logs]
         + [("forks", forks), ("faults", 0)]
+        + [("lists", n) for n in lists]
+        + ([("walk", walk)] if walk else [])
     )
+    if "--only" in opts:  # e.g. --only lists,walk
+        jobs = [job for job in jobs if job[0] in opts["--only"].split(",")]
     results: dict[tuple[str, str, int], list[dict[str, float]]] = {}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, sides: {list(sides)}")
     for kind, arg in jobs:
         # 1M-record worlds take a while to build: one round is enough to see the order
-        job_rounds = 1 if kind == "size" and arg >= 1_000_000 else rounds
+        job_rounds = 1 if kind in ("size", "lists") and arg >= 1_000_000 else rounds
         for r in range(job_rounds):
             order = list(sides.items())
             if r % 2:  # A B, then B A: neither side always runs first
@@ -325,7 +459,9 @@ def main(argv: list[str]) -> None:
             for key in keys:
                 vals = [run[key] for run in runs]
                 med = statistics.median(vals)
-                if key in ("events", "forks", "faulted_ratio") or key.startswith("kb_"):
+                if key in ("events", "forks", "faulted_ratio") or key.startswith(
+                    ("kb_", "last_first")
+                ):
                     cells.append(f"{key}={med:.3g}")
                 else:
                     cells.append(f"{key}={fmt(med)} [{fmt(min(vals))}..{fmt(max(vals))}]")

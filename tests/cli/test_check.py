@@ -346,3 +346,22 @@ def test_check_reports_a_then_on_a_read_at_its_line(tmp_path):
     proc = faultbench("check", "w.yaml", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith("w.yaml:12:48: 'then' is only for kind: create or update")
+
+
+def test_check_summarises_nested_fields_and_list_operations():
+    nested = faultbench("check", "tests/worlds/nested_shop.yaml")
+    assert nested.returncode == 0, nested.stderr
+    assert "address: {line1: str, city: str, postal_code: str?}" in nested.stdout
+    assert "lines: list[{description: str, amount: int, quantity: int, at: datetime?}]" in (
+        nested.stdout
+    )
+    paged = faultbench("check", "tests/worlds/paged_shop.yaml")
+    assert paged.returncode == 0, paged.stderr
+    lines = paged.stdout.splitlines()
+    assert (
+        "      list: filter status eq|in, amount gt|gte|lt|lte, created_at gte|lt, email "
+        "eq|prefix|contains; sort created_at|-amount (default created_at); cursor pages of 10 "
+        "(at most 100)"
+    ) in lines
+    assert "      list: filter status eq; id order; offset pages of 7 (at most 100)" in lines
+    assert "status_in?: list[enum[pending, succeeded, failed]]" in paged.stdout

@@ -80,3 +80,16 @@ def test_show_empty_tables_and_broken_worlds(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"{path}:3:28: unknown field type 'integr'")
     assert faultbench("show", "missing.yaml").stderr == "missing.yaml: no such file\n"
+
+
+def test_show_spells_nested_fields_out():
+    proc = faultbench("show", "tests/worlds/nested_shop.yaml", "--table", "customer")
+    assert proc.returncode == 0, proc.stderr
+    header, _, first = proc.stdout.splitlines()[1:4]
+    # objects become one column per field; lists are written as JSON-like values
+    assert header.split() == [
+        "id", "email", "tags", "address.line1", "address.city", "address.postal_code",
+        "payment_method_ids",
+    ]  # fmt: skip
+    assert '["' in first
+    assert "{'" not in proc.stdout

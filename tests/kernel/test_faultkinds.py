@@ -107,6 +107,7 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
         "wrong_value", "schema_violation", "oversized_result",
         "conflict", "token_expired", "revoked",
         "duplicate_delivery", "out_of_order", "delayed", "dropped",
+        "page_drift", "truncated_page", "expired_cursor",
     )  # fmt: skip
     assert [k.name for k in KINDS if not k.configurable] == ["rate_limit"]
     assert {k.name for k in KINDS if EFFECTS[k.effect]} == FAILURE_KINDS

@@ -16,7 +16,7 @@ KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
     "empty_result, malformed_json, stale_read, duplicate, inject, wrong_value, schema_violation, "
     "oversized_result, conflict, token_expired, revoked, duplicate_delivery, out_of_order, "
-    "delayed or dropped"
+    "delayed, dropped, page_drift, truncated_page or expired_cursor"
 )
 TYPES = (
     "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
@@ -254,7 +254,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler, description, idempotency, scopes, set or then; did you mean 'filter'?",
+            "filter, handler, description, sort, page, idempotency, scopes, set or then; did you "
+            "mean 'filter'?",
         ),
         (
             8, 14,
@@ -353,8 +354,8 @@ def test_unknown_field_types(tmp_path):
         (7, 15, f"unknown field type 'emum[s, m]'; {TYPES}; did you mean 'enum[s, m]'?"),
         (
             8, 15,
-            f"unknown field type 'list'; {TYPES}; records are flat: use a record of its own "
-            "with a ref, or text",
+            f"unknown field type 'list'; {TYPES}; for nested values use list[T], "
+            "{object: {name: type, ...}} or {list: {object: {...}}}",
         ),
         (9, 13, "the id of 'order' is always text, not 'int'; expected 'id: str' or no id line at all"),
     ]  # fmt: skip

@@ -91,7 +91,7 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
         for tool in service.operations:
             op = spec.operations[tool]
             args = ", ".join(
-                f"{a.name}{'' if a.required else '?'}: {_kind(a.kind, a.choices)}"
+                f"{a.name}{'' if a.required else '?'}: {_arg_kind(a)}"
                 for a in operation_args(op, spec.records)
             )
             target = f" {op.record}" if op.record else ""
@@ -107,6 +107,8 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
                     f"      idempotent: key argument {idem.key}, remembered {_secs(idem.window_s)}"
                 )
             yield from _later(op)
+            if op.sort or op.page is not None or any(ops != ("eq",) for _, ops in op.where):
+                yield f"      list: {_list_summary(op)}"
             # What the fault plan can actually do to this tool: kinds that cannot happen to
             # it left out, defaults (a timeout's 30s...) written out.
             yield f"      faults: {describe_rule(effective_rule(spec.faults, op))}"
@@ -182,7 +184,7 @@ def _options(e: Any) -> str:
 
 
 def _field(f: Any) -> str:
-    kind = f.raw.strip() or f.kind
+    kind = f.written() if f.nested else (f.raw.strip() or f.kind)
     # `{type: str, optional: true}` (or a null default) is as optional as `str?`
     if f.optional and not kind.endswith("?"):
         kind += "?"
@@ -200,6 +202,23 @@ def _value(value: Any) -> str:
     if isinstance(value, datetime):
         return _time(value)
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _list_summary(op: Any) -> str:
+    """A list operation's filters, orders and pages in one line."""
+    parts = [
+        "filter " + ", ".join(f"{f} {'|'.join(ops)}" for f, ops in op.where) if op.where else "",
+        f"sort {'|'.join(op.sort)} (default {op.sort[0]})" if op.sort else "id order",
+    ]
+    if op.page is not None:
+        parts.append(f"{op.page.style} pages of {op.page.size} (at most {op.page.max_size})")
+    return "; ".join(p for p in parts if p)
+
+
+def _arg_kind(a: Any) -> str:
+    if a.field is not None:  # a list or an object: its parts spelled out
+        return str(a.field.written()).removesuffix("?")
+    return _kind(a.kind, a.choices)
 
 
 def _kind(kind: str, choices: tuple[str, ...]) -> str:

@@ -68,10 +68,28 @@ def run(args: argparse.Namespace) -> int:
             f"{name} (service {record.service}, {count} row{'' if count == 1 else 's'}, "
             f"seed {seed})"
         )
-        columns = [f.name for f in record.fields]
-        out.extend(table(columns, rows[name]) if rows[name] else ["  (no rows)"])
+        # an object field shows as one column per field (`address.city`), recursively
+        columns = [c for f in record.fields for c in _columns(f, f.name)]
+        flat = [_flatten(row) for row in rows[name]]
+        out.extend(table(columns, flat) if flat else ["  (no rows)"])
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+def _columns(f: Any, path: str) -> list[str]:
+    if f.kind == "object":
+        return [c for g in f.fields for c in _columns(g, f"{path}.{g.name}")]
+    return [path]
+
+
+def _flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def table(columns: list[str], rows: list[dict[str, Any]]) -> Iterable[str]:
@@ -108,6 +126,10 @@ def cell(value: Any) -> str:
         text = iso_time(value)
     elif isinstance(value, float):
         text = f"{value:.2f}" if round(value, 2) == value else repr(value)
+    elif isinstance(value, list):  # a list field: `[{amount: 3, note: "x"}, ...]`
+        from faultbench.kernel.lowlevel import format_value
+
+        text = format_value(value)
     else:
         text = str(value)
     text = " ".join(text.split())

@@ -30,6 +30,7 @@ from .._errors import (
     format_traceback,
     not_found_text,
 )
+from .._spec._lists import is_rich
 from .._spec._schema import Validator, default_description, input_schema, operation_args
 from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
@@ -43,6 +44,7 @@ from ._auth import REFRESH_TOOL, refresh_spec, run_refresh
 from ._feed import Feed, page
 from ._idempotency import idempotent
 from ._later import schedule, schedule_then
+from ._lists import ListRunner
 from ._results import Tool
 
 if TYPE_CHECKING:
@@ -198,8 +200,8 @@ class CompiledOp:
     flat dict of scalars, so `dict` copies it entirely)."""
 
     __slots__ = (
-        "_feed", "copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator",
-        "version",
+        "_feed", "copy", "handler", "kind", "lister", "name", "record", "run", "spec", "tool",
+        "validator", "version",
     )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
@@ -220,6 +222,10 @@ class CompiledOp:
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self._feed: Feed | None = None  # `list_events` only: made on first use
         self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
+        #: a list operation with operators, sort or pages (`_lists.py`); None for the rest
+        self.lister = ListRunner(spec, op) if op.kind == "list" and is_rich(op) else None
+        if self.lister is not None:
+            self.run = self.lister.run
         rspec = spec.records.get(op.record) if op.record else None
         #: the record's `version` field, for `expected_version` (updates only)
         self.version = (
@@ -233,6 +239,12 @@ class CompiledOp:
     # Each runner returns the operation's value as JSON types. A record's fields are scalars
     # with str keys (Table checks every value), so `_record_json` converts it, and datetimes
     # become RFC 3339 strings.
+
+    def empty(self) -> Any:
+        """The answer of `empty_result`: nothing, in the shape this tool answers in."""
+        if self.lister is not None:
+            return self.lister.empty()
+        return [] if self.kind == "list" else {}
 
     def _not_found(self, exc: RecordNotFound) -> RecordNotFound:
         """A Table's not-found as this tool answers it: in the words of an injected 404."""

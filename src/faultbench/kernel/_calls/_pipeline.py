@@ -57,6 +57,7 @@ from .._store._later import fire_due, move_clock
 from .._text._show import loggable, show_value
 from ._auth import authorize, checked, refusal, run_refresh, token_fault
 from ._feed import perturb
+from ._lists import unpaged_fault
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 from ._versions import conflict
@@ -490,7 +491,7 @@ def _empty(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> N
         # is passed on intact, as for malformed_json.
         _, tx = _attempt(cx, d, flight)
         tx.commit()
-    flight.value = [] if flight.op.kind == "list" else {}
+    flight.value = flight.op.empty()
 
 
 def _stale(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
@@ -579,6 +580,17 @@ def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) ->
     _log_fault(d, flight, detail)
 
 
+def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # A read: the list runner serves the page the fault describes (`_lists.py`).
+    d.call_id = flight.call_id
+    tx = cx.transaction(d)
+    lister = flight.op.lister
+    if lister is None:  # a list of equality filters, without pages
+        flight.value = unpaged_fault(flight.op.run(tx, dict(flight.args)), decision.kind)
+    else:
+        flight.value = lister.run(tx, dict(flight.args), fault=decision.kind)
+
+
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
 _EFFECTS: dict[str, Executor] = {
     "fail": _fail,
@@ -591,6 +603,7 @@ _EFFECTS: dict[str, Executor] = {
     "feed": _feed,
     "inject": _inject,
     "rewrite": _rewrite,
+    "page": _page,
 }
 #: effects whose FaultInjected is logged by their executor, once it knows what it did
 

@@ -52,6 +52,7 @@ EFFECTS: dict[str, bool] = {
     "feed": False,  # an event feed's page as a flaky delivery gives it (`_calls/_feed.py`)
     "inject": False,  # a success whose records (or text) carry a planted instruction
     "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
+    "page": False,  # a list page served wrong: shifted by one, or `has_more` cut short
 }
 
 
@@ -305,6 +306,20 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind(
         name="dropped", effect="feed", default_commit=False, commit_option=False,
         applies_to=_FEED,
+    ),
+    # Pages (list operations with `page:`): a real API's paging, at its worst.
+    FaultKind(
+        name="page_drift", effect="page", default_commit=False, commit_option=False,
+        applies_to=("list",),
+    ),
+    FaultKind(
+        name="truncated_page", effect="page", default_commit=False, commit_option=False,
+        applies_to=("list",),
+    ),
+    FaultKind(
+        name="expired_cursor", effect="fail", default_commit=False, commit_option=False,
+        applies_to=("list",),
+        message=_status("400 Bad Request: cursor expired; start again ({name})"),
     ),
 )  # fmt: skip
 

@@ -34,6 +34,7 @@ class _LoaderBase:
         self.plans: dict[str, dict[str, Any]] = {}  # record -> {"count":, "rows":}
         self.row_where: dict[int, dict[Any, Any]] = {}  # id(clean row) -> the row as written
         self.auth: AuthSpec | None = None  # the `auth:` block, read before the operations
+        self.probes: list[dict[Any, Any]] = []  # dicts the loader made and placed in the file
 
     # -- problems -------------------------------------------------------------------------------
 

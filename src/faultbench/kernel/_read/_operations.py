@@ -17,17 +17,19 @@ from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._auth import _AuthLoader
 from ._effects import _EffectsLoader
+from ._lists import _ListsLoader
 from ._writes import _WritesLoader
 
 OPERATION_KEYS = (
-    "kind", "record", "filter", "handler", "description", "idempotency", "scopes", "set", "then",
+    "kind", "record", "filter", "handler", "description", "sort", "page", "idempotency", "scopes",
+    "set", "then",
 )  # fmt: skip
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class _OperationsLoader(_AuthLoader, _WritesLoader, _EffectsLoader):
+class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader):
     def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
@@ -94,6 +96,17 @@ class _OperationsLoader(_AuthLoader, _WritesLoader, _EffectsLoader):
             return None
         record = self.op_record(tool, kind, ops, decl)
         filters = self.op_filter(tool, kind, decl, record)
+        for key in ("sort", "page"):
+            if key in decl and kind != "list":
+                self.at_key(
+                    decl, key,
+                    f"'{key}' is only for kind: list (this operation is kind: {kind}); remove it",
+                )  # fmt: skip
+        where = self.list_where(tool, decl, record) if kind == "list" else ()
+        sort = self.list_sort(tool, decl, record) if kind == "list" else ()
+        page = self.list_page(tool, decl) if kind == "list" else None
+        if record is not None and kind == "list":
+            self.list_names_free(decl, record, where, sort, page)
         idempotency = self.op_idempotency(tool, kind, decl, record)
         scopes = self.op_scopes(tool, decl, self.auth)
         sets = self.op_set(tool, kind, decl, record)
@@ -130,6 +143,7 @@ class _OperationsLoader(_AuthLoader, _WritesLoader, _EffectsLoader):
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
+            where=where, sort=sort, page=page,
             idempotency=idempotency, scopes=scopes, set=sets, then=then,
         )  # fmt: skip
 
@@ -180,11 +194,17 @@ class _OperationsLoader(_AuthLoader, _WritesLoader, _EffectsLoader):
                 f"'filter' is only for kind: list (this operation is kind: {kind}); remove it",
             )
             return ()
+        if isinstance(value, dict):  # with operators: read by list_where (`_lists.py`)
+            return tuple(name for name, ops in value.items() if ops == "eq" or (
+                isinstance(ops, list) and "eq" in ops and record is not None
+                and isinstance(name, str) and self.records[record].field(name) is not None
+            ))  # fmt: skip
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.at_value(
                 decl, "filter",
-                f"filter must be a list of field names, not {short_repr(value)}; expected e.g. "
-                "filter: [status, customer_id]",
+                f"filter must be a list of field names or a mapping of fields to operators, not "
+                f"{short_repr(value)}; expected e.g. filter: [status, customer_id] or "
+                "filter: {status: [eq, in], amount: [gt, lte]}",
             )  # fmt: skip
             return ()
         if record is None:

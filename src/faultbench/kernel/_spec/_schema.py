@@ -20,6 +20,10 @@ import msgspec
 from .._errors import InvalidArguments
 from .._text._names import closest
 from .._text._show import SHOW_MAX, show_name, show_value
+from ._lists import OP_TEXT, arg_name, is_rich, list_description
+from ._nested import INT_MAX as INT_MAX
+from ._nested import INT_MIN as INT_MIN
+from ._nested import SCALAR_NOUNS, NestedError, conform, describe, json_schema
 from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
 # --- how kinds read in messages and schemas ------------------------------------------------
@@ -27,12 +31,7 @@ from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 _encode = msgspec.json.Encoder().encode
 
 _NOUN = {
-    "str": "a string",
-    "ref": "a string (a record id)",
-    "int": "an integer",
-    "float": "a number",
-    "bool": "a boolean",
-    "datetime": "a date-time string with a timezone (RFC 3339, e.g. 2025-06-01T00:00:00Z)",
+    **SCALAR_NOUNS,
     "list": "an array",
     "dict": "an object",
     "any": "any JSON value",
@@ -62,12 +61,11 @@ def describe_kind(kind: str, choices: tuple[str, ...] = (), nullable: bool = Fal
 
 
 def describe_field(f: FieldSpec) -> str:
+    if f.nested:
+        return describe(f)
     return describe_kind(f.kind, f.choices, f.optional)
 
 
-#: Integers a record or an argument may hold: a signed 64-bit range, as real services (and
-#: every JSON reader of an event log) can store; Python's unbounded ints would not round-trip.
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 _INT_RANGE = f"an integer from {INT_MIN} to {INT_MAX}"
 _FINITE = "a finite number"
 
@@ -85,9 +83,18 @@ class Arg(msgspec.Struct, frozen=True):
     #: the value an omitted argument takes (JSON Schema `default`), if it has one
     has_default: bool = False
     default: Any = None
+    #: a nested field's spec (kind "list" / "object"): checked by `_nested.conform`
+    field: FieldSpec | None = None
+    #: objects may leave fields out (an update merges them into the current value)
+    partial: bool = False
 
 
-def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Arg:
+def _field_arg(
+    f: FieldSpec, *, required: bool, nullable: bool, text: str, partial: bool = False
+) -> Arg:
+    if f.nested:
+        f = msgspec.structs.replace(f, optional=nullable)
+        return Arg(f.name, f.kind, required, (), nullable, text, field=f, partial=partial)
     return Arg(f.name, f.kind, required, f.choices, nullable, text)
 
 
@@ -154,6 +161,8 @@ def _kind_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
     rid = f"id of the {_w(rspec.name)}"
     if op.kind in ("get", "delete"):
         return [Arg("id", "str", True, description=rid)]
+    if op.kind == "list" and is_rich(op):
+        return _list_args(op, rspec)
     if op.kind == "list":
         out = []
         for name in op.filter:
@@ -195,7 +204,8 @@ def _kind_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
                 text = _about(f, rspec) + "; omit to keep the current value"
                 if f.optional:
                     text += ", null to clear it"
-                out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
+                arg = _field_arg(f, required=False, nullable=f.optional, text=text, partial=True)
+                out.append(arg)
         return out
     raise AssertionError(f"unknown operation kind {op.kind!r}")
 
@@ -213,6 +223,75 @@ def _feed_args(op: OperationSpec) -> list[Arg]:
             description="only the events created at or after this RFC 3339 date-time"),
         Arg("type", "enum", False, op.filter, description="only the events of this type"),
     ]  # fmt: skip
+
+
+def _list_args(op: OperationSpec, rspec: RecordSpec) -> list[Arg]:
+    """A list operation with operators, `sort:` or `page:` (see `_lists.py` for the names)."""
+    plural = _w(rspec.plural)
+    out = []
+    for name, ops in op.where:
+        f = rspec.field(name)
+        assert f is not None, f"filter field {name!r} was validated by the loader"
+        for o in ops:
+            if o == "eq":
+                text = f"only {plural} whose {name} equals this"
+                out.append(_field_arg(f, required=False, nullable=f.optional, text=text + _OMIT))
+                continue
+            text = OP_TEXT[o].format(plural=plural, name=name) + _OMIT
+            if o == "in":
+                item = msgspec.structs.replace(f, optional=False, has_default=False)
+                many = FieldSpec(arg_name(name, o), "list", item=item)
+                out.append(Arg(many.name, "list", False, description=text, field=many))
+            elif o in ("prefix", "contains"):
+                out.append(Arg(arg_name(name, o), "str", False, description=text))
+            else:
+                out.append(Arg(arg_name(name, o), f.kind, False, description=text))
+    if op.sort:
+        text = (
+            f"order of the {plural}: a field name, '-' first for descending; default {op.sort[0]}"
+        )
+        out.append(
+            Arg("sort", "enum", False, op.sort, description=text, has_default=True,
+                default=op.sort[0])
+        )  # fmt: skip
+    page = op.page
+    if page is not None:
+        out.append(
+            Arg("limit", "int", False, description=f"how many {plural} to return, 1 to "
+                f"{page.max_size}", has_default=True, default=page.size)
+        )  # fmt: skip
+        if page.style == "cursor":
+            out.append(
+                Arg(
+                    "starting_after",
+                    "str",
+                    False,
+                    description=("a next_cursor from an earlier result: return the page after it"),
+                )
+            )
+            out.append(
+                Arg(
+                    "ending_before",
+                    "str",
+                    False,
+                    description=("a cursor from an earlier result: return the page before it"),
+                )
+            )
+        else:
+            out.append(
+                Arg(
+                    "offset",
+                    "int",
+                    False,
+                    description=(f"how many {plural} to skip"),
+                    has_default=True,
+                    default=0,
+                )
+            )
+    return out
+
+
+_OMIT = "; omit to not filter on it"
 
 
 def _param_text(p: ParamSpec, op: OperationSpec, records: dict[str, RecordSpec]) -> str:
@@ -264,6 +343,8 @@ def default_description(op: OperationSpec, records: dict[str, RecordSpec]) -> st
     r = records[op.record]
     if op.kind == "get":
         return f"Get one {_w(r.name)} by id. Fails with a not-found error if there is none."
+    if op.kind == "list" and is_rich(op):
+        return list_description(op, r)
     if op.kind == "list":
         names = [*op.filter]
         if len(names) > 1:
@@ -298,6 +379,14 @@ def _a(noun: str) -> str:
 
 def arg_schema(a: Arg) -> dict[str, Any]:
     s: dict[str, Any] = {}
+    if a.field is not None:
+        s = json_schema(a.field, partial=a.partial)
+        s.pop("default", None)
+        if a.description:
+            s["description"] = a.description
+        if a.has_default:
+            s["default"] = msgspec.to_builtins(a.default)
+        return s
     jtype = _JSON_TYPE.get(a.kind)
     if jtype is not None:
         s["type"] = [jtype, "null"] if a.nullable else jtype
@@ -330,6 +419,8 @@ _FINITE_FLOAT = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.flo
 
 
 def _py_type(a: Arg) -> Any:
+    if a.field is not None:
+        return Any  # checked after conversion, with a JSON path (`_nested.conform`)
     if a.kind == "enum":
         t: Any = Literal[a.choices]
     else:
@@ -359,7 +450,7 @@ class Validator:
     """Checks one tool's arguments; `validate(args)` returns the cleaned values (only those
     given) or raises `InvalidArguments` with the message the agent sees."""
 
-    __slots__ = ("_args", "_fields", "_type", "tool")
+    __slots__ = ("_args", "_fields", "_nested", "_type", "tool")
 
     def __init__(self, tool: str, args: list[Arg]):
         self.tool = tool
@@ -371,6 +462,7 @@ class Validator:
             else:
                 fields.append((a.name, _py_type(a) | msgspec.UnsetType, msgspec.UNSET))
         self._fields = tuple(a.name for a in args)
+        self._nested = tuple((a.name, a.field, a.partial) for a in args if a.field is not None)
         self._type = msgspec.defstruct(
             f"{tool}_args", fields, forbid_unknown_fields=True, frozen=True
         )
@@ -393,6 +485,14 @@ class Validator:
             v = getattr(obj, name)
             if v is not msgspec.UNSET:
                 out[name] = v
+        for name, field, partial in self._nested:
+            if name in out:
+                try:
+                    out[name] = conform(field, out[name], name, partial=partial)
+                except NestedError as exc:
+                    raise InvalidArguments(
+                        f"invalid arguments for {self.tool}: `{exc.path}`: {exc.message}"
+                    ) from None
         return out
 
     def not_unicode(self) -> str:

@@ -16,7 +16,9 @@ from .._errors import Location
 from .._faults._types import FaultRule
 from ._checks import Checks
 
-FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref", "version"]
+FieldKind = Literal[
+    "str", "int", "float", "bool", "datetime", "enum", "ref", "version", "list", "object"
+]  # fmt: skip
 #: "events" is the event feed's generated `list_events` tool (`events:`), never written
 OperationKind = Literal["get", "list", "create", "update", "delete", "custom", "events"]
 
@@ -32,6 +34,24 @@ class FieldSpec(msgspec.Struct, frozen=True):
     ref: str | None = None  # referenced record name (resolved; records are world-unique)
     raw: str = ""  # the type as written, e.g. "enum[placed, delivered]"
     loc: Location | None = None
+    #: kind "list": the type of its items (named like the list); kind "object": its fields
+    item: FieldSpec | None = None
+    fields: tuple[FieldSpec, ...] = ()
+
+    @property
+    def nested(self) -> bool:
+        """A list or an object: its values are containers, checked by `_nested.py`."""
+        return self.kind == "list" or self.kind == "object"
+
+    def written(self) -> str:
+        """The type in one line, nested parts spelled out: `list[{amount: int, note: str?}]`."""
+        if self.kind == "object":
+            text = "{" + ", ".join(f"{g.name}: {g.written()}" for g in self.fields) + "}"
+        elif self.kind == "list" and self.item is not None:
+            text = f"list[{self.item.written()}]"
+        else:
+            text = self.raw.strip().removesuffix("?").rstrip() or self.kind
+        return text + "?" if self.optional else text
 
 
 class RecordSpec(msgspec.Struct, frozen=True):
@@ -108,6 +128,14 @@ class FeedSpec(msgspec.Struct, frozen=True):
     loc: Location | None = None
 
 
+class PageSpec(msgspec.Struct, frozen=True):
+    """`page:` of a list operation: how results are split (see docs/WORLDS.md, "Lists")."""
+
+    style: Literal["cursor", "offset"]
+    size: int = 10  # the default `limit`
+    max_size: int = 100  # the largest `limit` accepted
+
+
 class OperationSpec(msgspec.Struct, frozen=True):
     name: str  # the tool name, world-unique
     service: str
@@ -124,6 +152,13 @@ class OperationSpec(msgspec.Struct, frozen=True):
     set: dict[str, Any] = msgspec.field(default_factory=dict)
     #: a later change to the written record (create and update only)
     then: ThenSpec | None = None
+    #: list operations: (field, operators) in file order, e.g. ("amount", ("gt", "lte"));
+    #: `filter` above keeps the fields filtered by equality (`eq`), as before
+    where: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: list operations: the orders a caller may ask for, as written ("created_at",
+    #: "-amount"); the first is the default; none: id order
+    sort: tuple[str, ...] = ()
+    page: PageSpec | None = None
 
     @property
     def qualname(self) -> str:

@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import immutables
 
+from .._spec._lists import list_sorted_fields
 from .._text._keys import id_order
+from ._sorted import KeySet, entry, field_value
 
 if TYPE_CHECKING:
     from .._spec._types import WorldSpec
@@ -85,6 +87,25 @@ class IdSet:
             return False
         i, j = self._find(id_order(rid))
         return i < len(self._chunks) and j < len(self._chunks[i]) and self._chunks[i][j] == rid
+
+    def walk(
+        self, start: tuple[int, int, str] | None = None, *, reverse: bool = False
+    ) -> Iterator[str]:
+        """Ids whose `id_order` key is >= `start` in id order, or < `start` in reverse id
+        order (None: from the first, or from the last); O(log n) to begin."""
+        chunks = self._chunks
+        if not reverse:
+            i, j = self._find(start) if start is not None else (0, 0)
+            for n in range(i, len(chunks)):
+                chunk = chunks[n]
+                yield from chunk[j:] if j else chunk
+                j = 0
+            return
+        i, j = self._find(start) if start is not None else (len(chunks), 0)
+        if i < len(chunks):
+            yield from reversed(chunks[i][:j])
+        for n in range(i - 1, -1, -1):
+            yield from reversed(chunks[n])
 
     def add(self, rid: str) -> IdSet:
         chunks = self._chunks
@@ -170,10 +191,15 @@ def _bucket_remove(
 _NO_BY: tuple[immutables.Map[Any, Bucket], ...] = ()
 
 
-class TableIndex:
-    """One table's id order, and ids by value for `fields` (see the module docstring)."""
+#: in a `wanted` tuple, a field kept sorted by value (`_sorted.py`) rather than by value
+SORTED = "<"
 
-    __slots__ = ("by", "fields", "ids", "rows")
+
+class TableIndex:
+    """One table's id order, ids by value for `fields`, and a `KeySet` by value for each of
+    `sorted_fields` (see the module docstring and `_sorted.py`)."""
+
+    __slots__ = ("by", "fields", "ids", "rows", "sorted", "sorted_fields")
 
     def __init__(
         self,
@@ -181,17 +207,46 @@ class TableIndex:
         ids: IdSet,
         fields: tuple[str, ...] = (),
         by: tuple[immutables.Map[Any, Bucket], ...] = _NO_BY,
+        sorted_fields: tuple[str, ...] = (),
+        sorted: tuple[KeySet, ...] = (),
     ):
         self.rows = rows
         self.ids = ids
         self.fields = fields
         self.by = by
+        self.sorted_fields = sorted_fields
+        self.sorted = sorted
+
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        """What `index_fields` asked of this index: `fields`, then `<name` per sorted field."""
+        return (*self.fields, *(SORTED + f for f in self.sorted_fields))
+
+    def keys(self, field: str) -> KeySet | None:
+        """The sorted index of `field`, if this table keeps one."""
+        try:
+            return self.sorted[self.sorted_fields.index(field)]
+        except ValueError:
+            return None
 
     @classmethod
     def build(
         cls, rows: immutables.Map[str, dict[str, Any]], fields: tuple[str, ...]
     ) -> TableIndex:
         """The index of `rows`, built at once (O(n log n))."""
+        sorted_fields = tuple(f[1:] for f in fields if f.startswith(SORTED))
+        fields = tuple(f for f in fields if not f.startswith(SORTED))
+        keysets = tuple(
+            KeySet.of([entry(field_value(data, f), rid) for rid, data in rows.items()])
+            for f in sorted_fields
+        )
+        ix = cls._build(rows, fields)
+        return cls(ix.rows, ix.ids, ix.fields, ix.by, sorted_fields, keysets)
+
+    @classmethod
+    def _build(
+        cls, rows: immutables.Map[str, dict[str, Any]], fields: tuple[str, ...]
+    ) -> TableIndex:
         ids = sorted(rows.keys(), key=id_order)
         by: list[immutables.Map[Any, Bucket]] = []
         try:
@@ -222,8 +277,13 @@ class TableIndex:
             ids = ids.add(rid)
         elif new is None:
             ids = ids.remove(rid)
+        keysets = self.sorted
+        if keysets:
+            keysets = tuple(
+                _key_changed(ks, f, rid, old, new) for f, ks in zip(self.sorted_fields, keysets)
+            )
         if not self.fields:
-            return TableIndex(rows, ids)
+            return TableIndex(rows, ids, (), _NO_BY, self.sorted_fields, keysets)
         by = list(self.by)
         try:
             for n, f in enumerate(self.fields):
@@ -237,8 +297,8 @@ class TableIndex:
                 elif new is not None:
                     by[n] = _bucket_add(by[n], new.get(f), rid)
         except TypeError:  # an unhashable value: this table's reads scan from now on
-            return TableIndex(rows, ids)
-        return TableIndex(rows, ids, self.fields, tuple(by))
+            return TableIndex(rows, ids, (), _NO_BY, self.sorted_fields, keysets)
+        return TableIndex(rows, ids, self.fields, tuple(by), self.sorted_fields, keysets)
 
     def bucket(self, field: str, value: Any) -> Bucket | Literal[False] | None:
         """The ids whose `field` equals `value`; False when `field` is not indexed (or
@@ -253,6 +313,18 @@ class TableIndex:
             return False
 
 
+def _key_changed(
+    ks: KeySet, field: str, rid: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+) -> KeySet:
+    if old is not None and new is not None and old.get(field) == new.get(field):
+        return ks
+    if old is not None:
+        ks = ks.remove(entry(field_value(old, field), rid))
+    if new is not None:
+        ks = ks.add(entry(field_value(new, field), rid))
+    return ks
+
+
 def index_fields(spec: WorldSpec) -> dict[str, tuple[str, ...]]:
     """The fields a world indexes, by record: those its operations filter on, and its refs
     (what handlers look up with `where(order_id=...)`)."""
@@ -264,6 +336,12 @@ def index_fields(spec: WorldSpec) -> dict[str, tuple[str, ...]]:
             for f in op.filter:
                 if f not in out[op.record] and f != "id":
                     out[op.record].append(f)
+    # then the fields list operations sort on or filter by range: kept sorted by value
+    for op in spec.operations.values():
+        if op.record is not None and op.record in out:
+            for f in list_sorted_fields(op):
+                if SORTED + f not in out[op.record]:
+                    out[op.record].append(SORTED + f)
     return {name: tuple(fields) for name, fields in out.items()}
 
 
@@ -277,7 +355,7 @@ def with_indexes(
     for name, rows in tables.items():
         fields = wanted.get(name, ())
         ix = index.get(name)
-        if ix is None or ix.rows is not rows or ix.fields != fields:
+        if ix is None or ix.rows is not rows or ix.wanted != fields:
             changes[name] = TableIndex.build(rows, fields)
     if not changes:
         return None

@@ -1,0 +1,134 @@
+"""Sorted field indexes: a table's records ordered by one field's value, then id.
+
+What `list_*` operations with `sort:` or a range filter (`amount_gte`, `created_at_lt`) read:
+a persistent sorted set of entries `(present, value, id_order(id), id)`, chunked like
+`IdSet` (`_indexes.py`), so a range or a page starting at a cursor is found by bisection
+(O(log n)) and walked in O(records returned), forwards or backwards, and one record event
+changes one chunk. Nulls sort first (`present` is False, their value a placeholder), and
+two records with the same value by id, so every record has exactly one place: a cursor that
+names an entry's key (`key_of`) names a position that inserts and deletes do not move.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from itertools import chain
+from typing import Any
+
+from .._text._keys import id_order
+
+_CAP = 1024  # entries per chunk, as for IdSet
+
+Entry = tuple[Any, ...]  # (present, value, id_order(id), id)
+
+
+def entry(value: Any, rid: str) -> Entry:
+    if value is ID:
+        key = id_order(rid)
+        return (True, key, key, rid)
+    if value is None:
+        return (False, 0, id_order(rid), rid)
+    return (True, value, id_order(rid), rid)
+
+
+def key_of(value: Any, rid: str) -> tuple[Any, ...]:
+    """The position of record `rid` with this value (an entry without its id)."""
+    return entry(value, rid)[:3]
+
+
+#: the value of the `id` field's entries: they sort by `id_order` (see `field_value`)
+ID: Any = object()
+
+
+def field_value(data: Any, field: str) -> Any:
+    """What a sorted index of `field` orders a record by."""
+    return ID if field == "id" else data.get(field)
+
+
+#: above every id key: `(True, v, TOP)` sorts after every entry of value v
+TOP = (float("inf"),)
+
+
+class KeySet:
+    """A persistent sorted set of entries. Never changes once made."""
+
+    __slots__ = ("_chunks", "_fences", "_n")
+
+    def __init__(self, chunks: tuple[tuple[Entry, ...], ...] = (), n: int = 0):
+        self._chunks = chunks
+        self._n = n
+        self._fences: list[Entry] | None = None  # each chunk's last entry, made on first read
+
+    @classmethod
+    def of(cls, entries: list[Entry]) -> KeySet:
+        entries.sort()
+        chunks = tuple(tuple(entries[i : i + _CAP]) for i in range(0, len(entries), _CAP))
+        return cls(chunks, len(entries))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _find(self, key: tuple[Any, ...]) -> tuple[int, int]:
+        """(chunk, position) of the first entry >= key."""
+        chunks = self._chunks
+        fences = self._fences
+        if fences is None:  # once per set: a read after reads bisects in C only
+            fences = self._fences = [c[-1] for c in chunks]
+        i = bisect_left(fences, key)
+        if i == len(chunks):
+            return i, 0
+        return i, bisect_left(chunks[i], key)
+
+    def add(self, e: Entry) -> KeySet:
+        chunks = self._chunks
+        if not chunks:
+            return KeySet(((e,),), 1)
+        last = chunks[-1]
+        if e > last[-1]:
+            if len(last) < _CAP:
+                return KeySet((*chunks[:-1], (*last, e)), self._n + 1)
+            return KeySet((*chunks, (e,)), self._n + 1)
+        i, j = self._find(e)
+        chunk = chunks[i]
+        if j < len(chunk) and chunk[j] == e:
+            return self
+        new = (*chunk[:j], e, *chunk[j:])
+        parts = (new[: len(new) // 2], new[len(new) // 2 :]) if len(new) > 2 * _CAP else (new,)
+        return KeySet((*chunks[:i], *parts, *chunks[i + 1 :]), self._n + 1)
+
+    def remove(self, e: Entry) -> KeySet:
+        chunks = self._chunks
+        i, j = self._find(e)
+        if i == len(chunks) or j >= len(chunks[i]) or chunks[i][j] != e:
+            return self
+        chunk = chunks[i]
+        if len(chunk) == 1:
+            return KeySet((*chunks[:i], *chunks[i + 1 :]), self._n - 1)
+        rest = (*chunk[:j], *chunk[j + 1 :])
+        return KeySet((*chunks[:i], rest, *chunks[i + 1 :]), self._n - 1)
+
+    def walk(
+        self,
+        lo: tuple[Any, ...] | None = None,
+        hi: tuple[Any, ...] | None = None,
+        *,
+        reverse: bool = False,
+    ) -> Iterator[Entry]:
+        """Entries e with lo <= e < hi (None: unbounded), ascending, or descending: two
+        bisections, then whole chunk slices (no comparison per entry)."""
+        chunks = self._chunks
+        i, j = self._find(lo) if lo is not None else (0, 0)
+        k, m = self._find(hi) if hi is not None else (len(chunks), 0)
+        if (i, j) >= (k, m):
+            return iter(())
+        last = min(k, len(chunks) - 1)
+        # lazily, chunk by chunk: a page reads the chunks it needs, not every chunk in range
+        if not reverse:
+            return chain.from_iterable(
+                chunks[n][j if n == i else 0 : m if n == k else None] for n in range(i, last + 1)
+            )
+        return chain.from_iterable(
+            chunks[n][j if n == i else 0 : m if n == k else None][::-1]
+            for n in range(last, i - 1, -1)
+        )

@@ -1,0 +1,399 @@
+"""List operations with operators, `sort:` and `page:`: the loader, the tool schema, the
+answers, cursors, the page fault kinds, and replay of all of it."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from faultbench.kernel import World, WorldFileError, encode_events, replay
+from faultbench.kernel.lowlevel import load_spec
+
+WORLD = """\
+name: pay
+seed: 3
+services:
+  payments:
+    records:
+      customer: { email: str }
+      charge:
+        status: enum[pending, succeeded, failed]
+        amount: int
+        email: str
+        customer_id: ref[customer]
+        created_at: datetime
+        note: str?
+    seed: { customer: 3, charge: 40 }
+    operations:
+      list_charges:
+        kind: list
+        record: charge
+        filter: { status: [eq, in], amount: [gt, gte, lt, lte], created_at: [gte, lt],
+                  email: [eq, prefix, contains], customer_id: [eq] }
+        sort: [created_at, -amount]
+        page: { style: cursor, size: 10, max_size: 100 }
+      list_by_id: { kind: list, record: charge, filter: [status], page: { style: cursor, size: 4 } }
+      list_offset: { kind: list, record: charge, filter: [status], page: { style: offset, size: 7 } }
+      find_charges: { kind: list, record: charge, filter: { amount: [gte, lt] } }
+      create_charge: { kind: create, record: charge }
+      update_charge: { kind: update, record: charge }
+      delete_charge: { kind: delete, record: charge }
+"""
+
+
+def load(tmp_path: Path, text: str = WORLD, faults: str = "") -> World:
+    path = tmp_path / "world.yaml"
+    path.write_text(textwrap.dedent(text) + textwrap.dedent(faults))
+    return World.from_spec(load_spec(path))
+
+
+def problems(tmp_path: Path, ops: str) -> list[tuple[int, int, str]]:
+    text = textwrap.dedent(
+        """\
+        services:
+          s:
+            records:
+              charge: { status: enum[a, b], amount: int, email: str, tags: list[str], paid: bool }
+            operations:
+        """
+    ) + textwrap.indent(textwrap.dedent(ops), "      ")
+    path = tmp_path / "world.yaml"
+    path.write_text(text)
+    with pytest.raises(WorldFileError) as info:
+        load_spec(path)
+    return [(e.line, e.col, e.message) for e in info.value.errors]
+
+
+def ok(world: World, tool: str, args: dict) -> dict:
+    result = world.call(tool, args)
+    assert result.ok, result.error
+    return result.value
+
+
+def walk(world: World, tool: str, limit: int, **args) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = ok(
+            world, tool, {"limit": limit, **args, **({"starting_after": cursor} if cursor else {})}
+        )
+        ids += [r["id"] for r in page["data"]]
+        if not page["has_more"]:
+            return ids
+        cursor = page["next_cursor"]
+
+
+# -- the loader --------------------------------------------------------------------------------
+
+
+def test_operators_sort_and_page_are_read(tmp_path):
+    op = load(tmp_path).spec.operations["list_charges"]
+    assert op.where[:2] == (("status", ("eq", "in")), ("amount", ("gt", "gte", "lt", "lte")))
+    assert op.filter == ("status", "email", "customer_id")  # the eq ones, as the old form
+    assert op.sort == ("created_at", "-amount")
+    assert op.page is not None
+    assert (op.page.style, op.page.size, op.page.max_size) == ("cursor", 10, 100)
+    old = load(tmp_path).spec.operations["list_offset"]
+    assert old.where == (("status", ("eq",)),)
+
+
+def test_list_loader_errors(tmp_path):
+    got = problems(
+        tmp_path,
+        """\
+        a: { kind: list, record: charge, filter: { status: [gt], amount: [eq, near], tags: [eq] } }
+        b: { kind: list, record: charge, filter: { colour: [eq] }, sort: [-amout, tags] }
+        c: { kind: list, record: charge, page: { style: pages, size: 5 } }
+        d: { kind: list, record: charge, page: { size: 500, max_size: 100 } }
+        e: { kind: get, record: charge, sort: [amount] }
+        f: { kind: list, record: charge, filter: { email: [contains], paid: [in] } }
+        g: { kind: list, record: charge, filter: { amount: [eq] }, page: { style: offset } }
+        """,
+    )
+    messages = [m for _, _, m in got]
+    assert got[0][:2] == (6, 59)
+    assert messages[0] == (
+        "operator 'gt' does not apply to charge.status, an enum field; expected one of eq or in"
+    )
+    assert "unknown filter operator 'near'" in messages[1]
+    assert messages[2] == (
+        "operator 'eq' does not apply to charge.tags, a list[str] field; lists and objects "
+        "cannot be filtered on; remove it"
+    )
+    assert messages[3].startswith("filter field 'colour' is not a field of record 'charge'")
+    assert messages[4].startswith("sort key 'amout' is not a field of record 'charge'")
+    assert "did you mean 'amount'" in messages[4]
+    assert messages[5].startswith("sort key 'tags' is a list[str] field")
+    assert messages[6].startswith("unknown page style 'pages'; expected cursor or offset")
+    assert messages[7] == "page size 500 is above max_size 100; expected size <= max_size"
+    assert messages[8] == "'sort' is only for kind: list (this operation is kind: get); remove it"
+    assert messages[9].startswith("operator 'in' does not apply to charge.paid, a bool field")
+    assert len(got) == 10
+
+
+def test_filter_arguments_may_not_collide_with_page_arguments(tmp_path):
+    text = """\
+        services:
+          s:
+            records:
+              charge: { limit: int, amount: int, amount_gt: int }
+            operations:
+              a: { kind: list, record: charge, filter: { amount: [gt], amount_gt: [eq] } }
+        """
+    path = tmp_path / "w.yaml"
+    path.write_text(textwrap.dedent(text))
+    with pytest.raises(WorldFileError, match="makes the argument 'amount_gt', which filter"):
+        load_spec(path)
+
+
+# -- the tool schema ----------------------------------------------------------------------------
+
+
+def test_schema_has_one_argument_per_operator(tmp_path):
+    world = load(tmp_path)
+    schema = world.tool("list_charges").input_schema
+    props = schema["properties"]
+    assert list(props) == [
+        "status", "status_in", "amount_gt", "amount_gte", "amount_lt", "amount_lte",
+        "created_at_gte", "created_at_lt", "email", "email_prefix", "email_contains",
+        "customer_id", "sort", "limit", "starting_after", "ending_before",
+    ]  # fmt: skip
+    assert schema["required"] == []
+    assert props["status_in"]["items"] == {
+        "type": "string", "enum": ["pending", "succeeded", "failed"],
+    }  # fmt: skip
+    assert props["amount_gt"]["type"] == "integer"
+    assert props["created_at_gte"]["format"] == "date-time"
+    assert props["sort"]["enum"] == ["created_at", "-amount"]
+    assert props["sort"]["default"] == "created_at"
+    assert props["limit"]["default"] == 10
+    offset = world.tool("list_offset").input_schema["properties"]
+    assert list(offset) == ["status", "limit", "offset"]
+    assert "next_cursor" in world.tool("list_charges").description
+
+
+# -- answers ------------------------------------------------------------------------------------
+
+
+def test_filters_select_and_sort_orders(tmp_path):
+    world = load(tmp_path)
+    rows = list(world.charges)
+    page = ok(world, "list_charges", {"amount_gte": 30000, "amount_lt": 70000, "limit": 100})
+    want = sorted(
+        (r for r in rows if 30000 <= r.amount < 70000), key=lambda r: (r.created_at, int(r.id))
+    )
+    assert [r["id"] for r in page["data"]] == [r.id for r in want]
+    assert page["has_more"] is False
+    assert page["next_cursor"] is None
+    desc = ok(world, "list_charges", {"sort": "-amount", "status_in": ["pending", "failed"],
+                                      "limit": 100})  # fmt: skip
+    want = sorted((r for r in rows if r.status in ("pending", "failed")), key=lambda r: -r.amount)
+    assert [r["amount"] for r in desc["data"]] == [r.amount for r in want]
+    email = rows[0].email
+    assert [r["id"] for r in ok(world, "list_charges", {"email_prefix": email[:4], "limit": 100})[
+        "data"]] == [r.id for r in sorted(rows, key=lambda r: (r.created_at, int(r.id)))
+                     if r.email.startswith(email[:4])]  # fmt: skip
+    part = email.split("@")[0][1:4]
+    got = ok(world, "list_charges", {"email_contains": part, "limit": 100})["data"]
+    assert {r["id"] for r in got} == {r.id for r in rows if part in r.email}
+    start = datetime(2025, 5, 15, tzinfo=UTC)
+    got = ok(world, "list_charges", {"created_at_gte": "2025-05-15T00:00:00Z", "limit": 100})
+    assert {r["id"] for r in got["data"]} == {r.id for r in rows if r.created_at >= start}
+    unpaged = ok(world, "find_charges", {"amount_gte": 50000})
+    assert [r["id"] for r in unpaged] == [r.id for r in rows if r.amount >= 50000]
+
+
+def test_cursor_pages_walk_every_record_once_in_order(tmp_path):
+    world = load(tmp_path)
+    ids = walk(world, "list_charges", 7)
+    rows = sorted(world.charges, key=lambda r: (r.created_at, int(r.id)))
+    assert ids == [r.id for r in rows]
+    by_id = walk(world, "list_by_id", 4)
+    assert by_id == [str(i) for i in range(1, 41)]
+    desc = walk(world, "list_charges", 6, sort="-amount")
+    assert desc == [r.id for r in sorted(world.charges, key=lambda r: (-r.amount, int(r.id)))]
+    first = ok(world, "list_charges", {"limit": 5})
+    second = ok(world, "list_charges", {"limit": 5, "starting_after": first["next_cursor"]})
+    back = ok(world, "list_charges", {"limit": 5, "ending_before": second["next_cursor"]})
+    # the 5 before the last of page two: four of page two's start plus page one's last
+    assert [r["id"] for r in back["data"]] == ids[4:9]
+    assert back["has_more"] is True
+
+
+def test_offset_pages_report_the_total(tmp_path):
+    world = load(tmp_path)
+    first = ok(world, "list_offset", {})
+    assert [r["id"] for r in first["data"]] == [str(i) for i in range(1, 8)]
+    assert (first["total"], first["has_more"]) == (40, True)
+    last = ok(world, "list_offset", {"offset": 35})
+    assert [r["id"] for r in last["data"]] == ["36", "37", "38", "39", "40"]
+    assert last["has_more"] is False
+    pending = ok(world, "list_offset", {"status": "pending", "limit": 100})
+    assert pending["total"] == len(pending["data"]) == len(world.charges.where(status="pending"))
+
+
+def test_cursors_survive_inserts_and_deletes_between_pages(tmp_path):
+    world = load(tmp_path)
+    first = ok(world, "list_by_id", {"limit": 4})
+    assert [r["id"] for r in first["data"]] == ["1", "2", "3", "4"]
+    world.charges.delete("4")  # the cursor's own record
+    world.charges.delete("5")
+    ok(world, "create_charge", {"id": "4a", "status": "pending", "amount": 1, "email": "x",
+                                "customer_id": "1", "created_at": "2025-01-01T00:00:00Z"})  # fmt: skip
+    second = ok(world, "list_by_id", {"limit": 4, "starting_after": first["next_cursor"]})
+    assert [r["id"] for r in second["data"]] == ["6", "7", "8", "9"]
+    rest = walk(world, "list_by_id", 40, starting_after=second["next_cursor"])
+    # numeric ids first, then text ones: "4a" comes last, once
+    assert rest == [*(str(i) for i in range(10, 41)), "4a"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"starting_after": "bm9wZQ.0000"}, "`starting_after`: not a cursor list_charges gave out"),
+        ({"ending_before": "garbage"}, "`ending_before`: not a cursor list_charges gave out"),
+        ({"limit": 0}, "`limit`: expected 1 to 100, got 0"),
+        ({"limit": 101}, "`limit`: expected 1 to 100, got 101"),
+        ({"sort": "amount"}, "`sort`: expected one of 'created_at', '-amount'"),
+        ({"amount_gt": "5"}, "`amount_gt`: expected an integer"),
+        ({"status_in": ["pending", "nope"]}, "`status_in[1]`: expected one of 'pending'"),
+    ],
+)
+def test_bad_list_arguments_are_clear_errors(tmp_path, args, message):
+    world = load(tmp_path)
+    result = world.call("list_charges", args)
+    assert not result.ok
+    assert result.error_kind == "invalid_arguments"
+    assert message in (result.error or "")
+
+
+def test_a_cursor_is_tied_to_its_tool_and_its_order(tmp_path):
+    world = load(tmp_path)
+    cursor = ok(world, "list_charges", {"limit": 3})["next_cursor"]
+    assert cursor is not None
+    other = world.call("list_by_id", {"starting_after": cursor})
+    assert "not a cursor list_by_id gave out" in (other.error or "")
+    resorted = world.call("list_charges", {"starting_after": cursor, "sort": "-amount"})
+    assert "belongs to a walk in created_at order, not -amount" in (resorted.error or "")
+    tampered = cursor[:-1] + ("0" if cursor[-1] != "0" else "1")
+    assert not world.call("list_charges", {"starting_after": tampered}).ok
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.integers(1, 9),
+    st.lists(st.tuples(st.sampled_from(["insert", "delete"]), st.integers(0, 10_000)), max_size=30),
+    st.sampled_from(["created_at", "-amount", None]),
+)
+def test_cursor_walks_return_every_surviving_record_exactly_once(tmp_path, limit, churn, sort):
+    """While another session inserts and deletes between page fetches, a cursor walk
+    returns every record that existed throughout exactly once, in order, and never a
+    record twice."""
+    world = load(tmp_path)
+    before = {r.id for r in world.charges}
+    deleted: set[str] = set()
+    seen: list[str] = []
+    cursor = None
+    steps = iter(churn)
+    n = 0
+    while True:
+        args: dict = {"limit": limit, **({"sort": sort} if sort else {})}
+        if cursor:
+            args["starting_after"] = cursor
+        page = ok(world, "list_charges", args)
+        seen += [r["id"] for r in page["data"]]
+        for _ in range(2):  # the other session's writes between this page and the next
+            step = next(steps, None)
+            if step is None:
+                break
+            what, x = step
+            if what == "insert":
+                n += 1
+                world.charges.insert(
+                    id=f"new{n}", status="pending", amount=x * 10, email="n@x",
+                    customer_id="1", created_at=datetime(2025, 5, 1, tzinfo=UTC).replace(
+                        minute=x % 60, second=x % 59),
+                )  # fmt: skip
+            else:
+                alive = sorted(r.id for r in world.charges)
+                if alive:
+                    victim = alive[x % len(alive)]
+                    world.charges.delete(victim)
+                    deleted.add(victim)
+        if not page["has_more"]:
+            break
+        cursor = page["next_cursor"]
+    assert len(seen) == len(set(seen))
+    assert before - deleted <= set(seen)
+
+
+# -- the page fault kinds ------------------------------------------------------------------------
+
+FAULTS = """\
+faults:
+  payments.list_by_id: { script: { 2: page_drift, 3: truncated_page, 4: expired_cursor } }
+  payments.list_offset: { script: { 2: page_drift } }
+"""
+
+
+def test_page_drift_repeats_a_record_on_cursor_and_offset_pages(tmp_path):
+    world = load(tmp_path, faults=FAULTS)
+    first = ok(world, "list_by_id", {})
+    second = world.call("list_by_id", {"starting_after": first["next_cursor"]})
+    assert second.fault == "page_drift"
+    assert [r["id"] for r in second.value["data"]] == ["4", "5", "6", "7"]  # "4" again
+    o1 = ok(world, "list_offset", {})
+    o2 = world.call("list_offset", {"offset": 7})
+    assert o2.fault == "page_drift"
+    assert [r["id"] for r in o1["data"]][-1] == next(r["id"] for r in o2.value["data"]) == "7"
+
+
+def test_truncated_page_and_expired_cursor(tmp_path):
+    world = load(tmp_path, faults=FAULTS)
+    first = ok(world, "list_by_id", {})
+    ok(world, "list_by_id", {"starting_after": first["next_cursor"]})
+    third = world.call("list_by_id", {"starting_after": first["next_cursor"]})
+    assert third.fault == "truncated_page"
+    assert third.value["has_more"] is False
+    assert third.value["next_cursor"] is None
+    assert len(third.value["data"]) == 4  # the page itself is whole
+    fourth = world.call("list_by_id", {"starting_after": first["next_cursor"]})
+    assert not fourth.ok
+    assert fourth.error == "400 Bad Request: cursor expired; start again (payments.list_by_id)"
+    assert fourth.fault == "expired_cursor"
+    assert world.call("list_by_id", {}).ok  # starting again works
+
+
+def test_page_faults_replay_and_fork_byte_for_byte(tmp_path):
+    world = load(tmp_path, faults=FAULTS)
+    first = ok(world, "list_by_id", {})
+    fork = world.fork()
+    for w in (world, fork):
+        for _ in range(3):
+            w.call("list_by_id", {"starting_after": first["next_cursor"]})
+        w.call("list_offset", {})
+        w.call("list_offset", {"offset": 7})
+    data = encode_events(world.events)
+    again = replay(world.spec, data)
+    assert encode_events(again.events) == data
+    assert again.state_hash() == world.state_hash()
+    assert [str(e) for e in world.trace.calls][-5:] == [str(e) for e in fork.trace.calls][-5:]
+
+
+def test_page_faults_on_a_list_without_pages(tmp_path):
+    world = load(
+        tmp_path,
+        faults="faults:\n  payments.find_charges: { script: { 1: truncated_page, 2: page_drift } }\n",
+    )
+    full = [r.id for r in world.charges if r.amount >= 0]
+    cut = world.call("find_charges", {"amount_gte": 0})
+    assert [r["id"] for r in cut.value] == full[:20]
+    drift = world.call("find_charges", {"amount_gte": 0})
+    assert [r["id"] for r in drift.value] == full[1:]
