@@ -196,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
                 sock.close()
             print(f"faultbench serve: {exc.summary}", file=sys.stderr)
             return 2
+    _warm_up(world)
     try:
         if args.http:
             trio.run(_serve_http, server, args, journal, sock)
@@ -207,6 +208,19 @@ def run(args: argparse.Namespace) -> int:
         if journal is not None:
             journal.close()
     return 0
+
+
+def _warm_up(world: World) -> None:
+    """Import now what a tool call imports on first use: at the open-file limit (many
+    sessions, each with its journal open) an import on a session's first call could fail.
+    A call on a throwaway fork, driven by hand (no event loop: it runs at once)."""
+    coro = world.fork().acall("-")
+    try:
+        coro.send(None)
+    except StopIteration:
+        pass
+    finally:
+        coro.close()
 
 
 def _set_faults(world: World, text: str) -> str | None:
