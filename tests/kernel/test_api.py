@@ -64,6 +64,8 @@ RETURNED_TYPES = {
     "AnyEvent",
     # a line of an append-only log file (serve --events), never in a world's log
     "LogRewound",
+    "ModelCalled",
+    "ModelUsed",
 }
 
 
@@ -104,6 +106,10 @@ LOWLEVEL_NAMES = {
     "empty_spec",
     "InjectionPlan",
     "INJECTABLE_KINDS",
+    "MODEL_KINDS",
+    # a framework's model wrapper executes the plan's model faults
+    "ModelFault",
+    "ModelKind",
     # a fault_inject wrapper inside a world's tool charges the running call
     "running_call",
     "ToolCharges",

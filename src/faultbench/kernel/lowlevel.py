@@ -21,6 +21,9 @@ from ._faults._inject import InjectionPlan as InjectionPlan
 from ._faults._kinds import KINDS as FAULT_KINDS
 from ._faults._kinds import FaultKind as FaultKind
 from ._faults._kinds import kind as fault_kind
+from ._faults._model import MODEL_KINDS as MODEL_KINDS
+from ._faults._model import ModelFault as ModelFault
+from ._faults._model import ModelKind as ModelKind
 from ._faults._plan import effective_rule as effective_rule
 from ._inspect._diff import format_event as format_event
 from ._inspect._pins import FaultPin as FaultPin
@@ -60,9 +63,12 @@ __getattr__, __dir__ = _lazy_names("faultbench.kernel", globals(), _LAZY)
 __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
+    "MODEL_KINDS",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
+    "ModelFault",
+    "ModelKind",
     "ToolCharges",
     "add_log_line",
     "add_tools",

@@ -31,6 +31,8 @@ from ._events import (
     Event,
     FaultInjected,
     FaultsChanged,
+    ModelCalled,
+    ModelUsed,
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
@@ -209,6 +211,10 @@ def _without(calls: Admitted | None, call_id: str) -> Admitted | None:
     return rest
 
 
+def _model_called(s: State, e: ModelCalled) -> State:
+    return _replace(s, seq=s.seq + 1, model_calls=e.k)
+
+
 # Each case takes its own event type; the table pairs them, and `apply` looks up by type, so a
 # case only ever receives its own kind of event (which the type system cannot express here).
 _CASES: dict[type[Event], Callable[[State, Any], State]] = {
@@ -223,4 +229,6 @@ _CASES: dict[type[Event], Callable[[State, Any], State]] = {
     FaultInjected: _fault_injected,
     CallSucceeded: _bump,
     CallFailed: _bump,
+    ModelCalled: _model_called,
+    ModelUsed: _bump,
 }

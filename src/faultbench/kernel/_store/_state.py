@@ -101,6 +101,9 @@ class State(msgspec.Struct, frozen=True, gc=False):
     #: count, kept per event so a window costs what it holds, not the log's length; derived
     #: from the log's CallStarted / FaultInjected events, so not part of the hash
     admitted: immutables.Map[str, Admitted] = _NO_WINDOWS
+    #: number of model calls so far (`ModelCalled`): the `k` of the next one is this + 1;
+    #: not part of the hash (a model call changes no record; its clock move is hashed)
+    model_calls: int = 0
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
