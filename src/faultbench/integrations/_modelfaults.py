@@ -24,14 +24,17 @@ ERROR_KINDS = frozenset({"http_429", "http_500", "http_503", "timeout"})
 
 
 def model_world(where: Target, world: World | None = None) -> World | None:
-    """The world whose plan decides the model's faults: `world` if given, else an in-process
-    target's world when its rules have a `model:` key (a stdio or HTTP world lives in
-    another process and cannot see this one's model calls: pass `world=`)."""
+    """The world whose plan decides the model's faults and logs its usage: `world` if given,
+    else an in-process target's world, when its rules have a `model:` key (a stdio or HTTP
+    world lives in another process and cannot see this one's model calls: pass
+    `model_faults_world=`)."""
     if world is None and isinstance(where, InProcess):
         world = where.server.world
-    if world is None or "model" not in world.fault_rules:
+    if world is None:
         return None
-    return world
+    # A `model:` rule, even an empty one (`model: {}`, what a `budget` marker puts in force),
+    # means: log every model call and its usage, faults or none.
+    return world if "model" in world.fault_rules else None
 
 
 def cut(text: str) -> str:

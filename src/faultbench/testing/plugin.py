@@ -41,6 +41,7 @@ from ._plugin._command import ServeCommand
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
 from ._plugin._outputs import Outputs, add_output_options, faults_override
+from ._plugin._usage import group_usage, logging_model, run_usage
 
 if TYPE_CHECKING:
     from faultbench.kernel import VirtualClock, World, WorldSpec
@@ -301,7 +302,7 @@ def _start_world(
     assert plan.world is not None
     spec = _spec(request, plan.world)
     w = World.from_spec(spec, seed=plan.seed, run=run.index)
-    block = _fault_block(request, w, plan)
+    block = logging_model(request.node, w, _fault_block(request, w, plan))
     if block is not None:
         _set_faults(request, w, block, plan)
     return w, block
@@ -529,6 +530,7 @@ class FaultbenchSession:
             data["world_file"] = world.spec.path
             data["events"] = encode_events(world.events).decode()
             data["state_hash"] = world.state_hash()
+            run_usage(item, report, world, data)  # figures, and a budget that fails the run
         if (
             call.when == "call"
             and report.failed
@@ -637,6 +639,9 @@ class FaultbenchSession:
                 if line.startswith(self._display(group.name) + ":"):
                     markup = {"green": True} if group.gate().ok else {"red": True, "bold": True}
                 terminalreporter.write_line(line, **markup)
+            usage, _ = group_usage(group)
+            if usage is not None:
+                terminalreporter.write_line("    " + usage)
         if self.failed_gates:
             # Counted in pytest's last line ("17 passed, 3 tolerated, 1 gate failed").
             key = "gate failed" if len(self.failed_gates) == 1 else "gates failed"
@@ -692,4 +697,4 @@ def _group_properties(group: Group) -> list[tuple[str, object]]:
         ("faultbench_min_pass_rate", gate.min_pass_rate),
         ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
     ]
-    return props
+    return props + group_usage(group)[1]

@@ -43,6 +43,7 @@ class Run:
     state_hash: str | None = None
     events_file: str | None = None
     world_file: str | None = None  # the world file the run was made with
+    usage: dict[str, Any] | None = None  # `_usage.Usage` figures: model calls, tokens, cost
 
 
 @dataclass
@@ -107,7 +108,9 @@ class Tally:
                 run.message = data.get("message")
             elif report.skipped:
                 run.outcome = "skipped"
-            for key in ("summary", "events", "state_hash", "events_file", "world_file", "crashes"):
+            for key in (
+                "summary", "events", "state_hash", "events_file", "world_file", "crashes", "usage"
+            ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
         elif report.when == "teardown":

@@ -32,6 +32,9 @@ MARKERS = {
     "(faultbench)",
     "min_pass_rate": "min_pass_rate(rate): tolerate failing runs as long as at least this "
     "fraction (0..1) of them pass; the gate decides the exit status (faultbench)",
+    "budget": "budget(cost_usd=, tokens=, model_calls=, tool_calls=, virtual_seconds=, "
+    "prices=None): fail a run that uses more than this (its model calls and tokens as the "
+    "framework reports them, cost from the price table) (faultbench)",
     "seed": "seed(n): the world seed (default: the world file's); each run derives its own "
     "from (seed, run index) (faultbench)",
 }
