@@ -63,15 +63,18 @@ def test_the_not_worse_gate_decides_or_says_it_cannot():
     assert lines[3].startswith(f"the 14 runs cannot tell; about {need} paired runs would")
 
 
-def test_runs_for_margin_is_the_first_n_whose_wilson_half_width_fits():
-    def half(p, n):
-        return Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+def test_runs_for_margin_is_the_first_n_whose_wilson_interval_fits():
+    def reach(p, n):
+        lo, hi = wilson(p * n, n)  # the Wilson formula at a continuous observed rate
+        return max(p - lo, hi - p)
 
     n = runs_for_margin(0.95, 0.05)
-    assert half(0.95, n) <= 0.05 < half(0.95, n - 1)
-    assert n == 83
+    assert reach(0.95, n) <= 0.05 < reach(0.95, n - 1)
+    assert n == 139
+    # at 100% the lower end is n / (n + z^2): within 5% from n = 19 z^2 on, so 73 runs
+    assert runs_for_margin(1.0, 0.05) == math.ceil(19 * Z * Z) == 73
     assert runs_for_margin(0.5, 0.1) == 93
-    assert half(0.5, 93) <= 0.1 < half(0.5, 92)
+    assert reach(0.5, 93) <= 0.1 < reach(0.5, 92)
 
 
 def test_paired_runs_is_connors_formula():
@@ -85,7 +88,7 @@ def test_paired_runs_is_connors_formula():
 
 def test_faultbench_plan(capsys):
     assert main(["plan", "--rate", "0.95", "--margin", "0.05"]) == 0
-    assert capsys.readouterr().out.startswith("83 runs: at a pass rate of 95.0%")
+    assert capsys.readouterr().out.startswith("139 runs: at a pass rate of 95.0%")
     assert main(["plan", "--diff", "0.1", "--discordant", "0.2"]) == 0
     assert capsys.readouterr().out.startswith("155 paired runs:")
     assert main(["plan", "--rate", "0.95"]) == 2
@@ -123,3 +126,81 @@ def test_the_example_of_docs_testing():
         "pass rate B - A: +25.0% [95% CI -3.5% to +49.0%], exact McNemar p = 0.1797",
         "gate: B not worse than A by more than 5.0% -> PASS",
     ]
+
+
+def test_a_gate_whose_interval_holds_its_threshold_says_how_many_runs_would_tell(pytester):
+    from pathlib import Path
+
+    world = Path(__file__).parent / "shop" / "world.yaml"
+    pytester.makefile(".yaml", world=world.read_text())
+    pytester.makepyfile(
+        test_g="""
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(10)
+@pytest.mark.min_pass_rate(0.5)
+def test_g(world, faultbench_run):
+    assert faultbench_run.index >= 4
+"""
+    )
+    out = pytester.runpytest("-p", "no:cacheprovider").stdout.str()
+    # 5 of 9 runs passed (early stop after the 5th pass): 55.6% against 50%, 5.56 points apart
+    n = runs_for_margin(5 / 9, 5 / 9 - 0.5)
+    assert n > 9
+    assert (
+        f"    the 9 runs cannot tell 55.6% from min_pass_rate=0.5 with 95% confidence; about "
+        f"{n} runs would (faultbench plan --rate 0.556 --margin 0.0556)" in out
+    )
+
+
+COMPARE_SUITE = """
+import pytest
+
+# baseline fails runs 0..7, candidate runs 0..1: 8 pairs only the candidate passes
+FAILS = {"baseline": range(8), "candidate": range(2)}
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(12)
+@pytest.mark.min_pass_rate(0)
+@pytest.mark.compare(A, B, margin=MARGIN)
+@pytest.mark.parametrize("agent", ["baseline", "candidate"])
+def test_agents(world, agent, faultbench_run):
+    assert faultbench_run.index not in FAILS[agent]
+"""
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "margin", "verdict", "ret"),
+    [
+        ("baseline", "candidate", 0.05, "PASS", 0),
+        ("baseline", "candidate", None, None, 0),
+        ("candidate", "baseline", 0.05, "FAIL", 1),
+    ],
+)
+def test_the_compare_marker_pairs_the_runs_and_gates(pytester, a, b, margin, verdict, ret):
+    from pathlib import Path
+
+    world = Path(__file__).parent / "shop" / "world.yaml"
+    pytester.makefile(".yaml", world=world.read_text())
+    suite = COMPARE_SUITE.replace("MARGIN", repr(margin)).replace("A, B", f"{a!r}, {b!r}")
+    pytester.makepyfile(test_cmp=suite)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    out = result.stdout.str()
+    # runs 8..11 both pass; 2..7 only the candidate; 0 and 1 neither
+    only_a, only_b = (0, 6) if a == "baseline" else (6, 0)
+    paired = Paired(4, only_a, only_b, 2)
+    lo, hi = paired.interval
+    assert f"test_cmp.py::test_agents: {b} against {a}" in out
+    assert (
+        f"    12 paired runs: both pass 4, only {a} {only_a}, only {b} {only_b}, both fail 2" in out
+    )
+    sign = "+" if b == "candidate" else "-"
+    assert (
+        f"    pass rate {b} - {a}: {sign}50.0% [95% CI {lo:+.1%} to {hi:+.1%}], "
+        f"exact McNemar p = {2 / 64:.4g}" in out
+    )
+    if verdict is not None:
+        assert f"gate: {b} not worse than {a} by more than 5.0% -> {verdict}" in out
+    assert result.ret == ret

@@ -1,7 +1,7 @@
 """`faultbench plan --rate R --margin M`: how many runs a gate needs.
 
 With `--rate` and `--margin`: the runs for which the Wilson 95% interval of an observed pass
-rate R is at most M wide on each side (so a rate R tells apart a threshold M away). With
+rate R stays within M of R on both sides (so a rate R is told apart from a threshold M away). With
 `--diff D --discordant P`: the paired runs a comparison of two agents needs to detect a
 difference D in pass rate (exact McNemar, 95% confidence, 80% power), when a share P of the
 pairs differ (one agent passes, the other fails).
@@ -18,7 +18,7 @@ HELP = "how many runs a gate or a paired comparison needs (Wilson; McNemar)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "How many runs a gate needs: --rate R --margin M gives the runs whose Wilson 95%"
-        " interval at an observed rate R is at most M on each side; --diff D --discordant P"
+        " interval at an observed rate R stays within M of R; --diff D --discordant P"
         " the paired runs that detect a difference D between two agents (McNemar, 95%"
         " confidence, 80% power) when a share P of pairs are discordant."
     )
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError("--rate and --margin go together")
             n = runs_for_margin(args.rate, args.margin)
             print(
-                f"{n} runs: at a pass rate of {args.rate:.1%}, the Wilson 95% interval is "
-                f"within ±{args.margin:.1%}"
+                f"{n} runs: at a pass rate of {args.rate:.1%}, the Wilson 95% interval stays "
+                f"within {args.margin:.1%} of it on both sides"
             )
             done = True
         if args.diff is not None or args.discordant is not None:

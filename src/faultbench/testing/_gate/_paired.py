@@ -12,8 +12,8 @@ joined with the pairs' phi correlation); the exact McNemar p-value is the two-si
 tail of the discordant pairs, min(1, 2 P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2),
 computed with `math.comb` (no scipy).
 
-`runs_for_margin` is the smallest n whose Wilson interval around `rate` is at most `margin`
-on each side; `paired_runs` the pairs needed to detect a difference `diff` given the share of
+`runs_for_margin` is the smallest n whose Wilson interval around an observed `rate` reaches at
+most `margin` from it on either side; `paired_runs` the pairs needed to detect a difference `diff` given the share of
 discordant pairs (Connor 1987), at 95% confidence and 80% power.
 """
 
@@ -129,20 +129,23 @@ class Paired:
 
 
 def runs_for_margin(rate: float, margin: float, z: float = _Z95) -> int:
-    """The fewest runs n for which the Wilson interval of an observed rate `rate` is at most
-    `margin` wide on each side: its half-width z / (1 + z^2/n) * sqrt(p(1-p)/n + z^2/(4n^2))
-    is at most `margin`."""
+    """The fewest runs n for which the Wilson 95% interval of an observed rate `rate` lies
+    within `margin` of it on both sides, so that a rate `rate` is told apart from a
+    threshold `margin` away (above or below) with 95% confidence."""
     if not (0 <= rate <= 1) or not (0 < margin < 1):
         raise ValueError(f"expected 0 <= rate <= 1 and 0 < margin < 1; got {rate}, {margin}")
     n = 1
-    while wilson_half_width(rate, n, z) > margin:
+    while wilson_reach(rate, n, z) > margin:
         n += 1
     return n
 
 
-def wilson_half_width(p: float, n: int, z: float = _Z95) -> float:
-    """Half the width of the Wilson interval at observed rate p over n runs."""
-    return z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+def wilson_reach(p: float, n: int, z: float = _Z95) -> float:
+    """How far the Wilson interval at observed rate p over n runs reaches from p: the larger
+    of p - lower and upper - p (the interval leans towards 1/2, so the two differ)."""
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(p - (centre - half), centre + half - p)
 
 
 def paired_runs(diff: float, discordant: float, power: float = 0.8) -> int:

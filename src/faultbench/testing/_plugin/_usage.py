@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from .._gate._paired import runs_for_margin
 from .._gate._usage import Usage, check_budget, load_prices, over_budget, usage_line
 
-__all__ = ["group_usage", "logging_model", "run_usage"]
+__all__ = ["group_usage", "logging_model", "run_usage", "runs_needed"]
 
 _PRICES = pytest.StashKey[dict[str, tuple[float, float]]]()
 
@@ -85,3 +86,25 @@ def group_usage(group: Any) -> tuple[str | None, list[tuple[str, object]]]:
     if all(c is not None for c in costs):
         props.append(("faultbench_cost_usd", round(sum(c or 0.0 for c in costs), 6)))
     return line, props
+
+
+def runs_needed(group: Any) -> str | None:
+    """For a gate whose 95% interval still holds its threshold (the runs cannot tell the rate
+    from it), the line saying how many runs would: those whose Wilson interval at the
+    observed rate stops short of the threshold (`faultbench plan`)."""
+    gate = group.gate()
+    if gate.errors or not gate.ran or gate.min_pass_rate is None:
+        return None
+    lo, hi = gate.interval
+    threshold, rate = gate.min_pass_rate, gate.rate
+    margin = abs(rate - threshold)
+    if not (lo < threshold < hi) or margin < 1e-9:
+        return None
+    n = runs_for_margin(rate, margin)
+    if n <= gate.ran:
+        return None
+    return (
+        f"the {gate.ran} runs cannot tell {rate:.1%} from min_pass_rate={threshold:g} with 95% "
+        f"confidence; about {n} runs would (faultbench plan --rate {rate:.3g} "
+        f"--margin {margin:.3g})"
+    )
