@@ -9,7 +9,18 @@ import importlib
 import sys
 from types import ModuleType
 
-COMMANDS = ("check", "show", "tools", "serve", "replay", "diff", "report", "shrink")
+COMMANDS = (
+    "check",
+    "show",
+    "tools",
+    "serve",
+    "replay",
+    "diff",
+    "report",
+    "shrink",
+    "plan",
+    "compare",
+)
 
 
 def _load(name: str) -> ModuleType:

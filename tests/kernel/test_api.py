@@ -72,6 +72,8 @@ RETURNED_TYPES = {
     "Policy",
     "Grade",
     "Violation",
+    "ModelCalled",
+    "ModelUsed",
 }
 
 
@@ -113,6 +115,10 @@ LOWLEVEL_NAMES = {
     "empty_spec",
     "InjectionPlan",
     "INJECTABLE_KINDS",
+    "MODEL_KINDS",
+    # a framework's model wrapper executes the plan's model faults
+    "ModelFault",
+    "ModelKind",
     # a fault_inject wrapper inside a world's tool charges the running call
     "running_call",
     "ToolCharges",

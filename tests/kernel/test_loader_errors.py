@@ -693,12 +693,12 @@ def test_fault_keys_naming_unknown_services_or_operations_and_unknown_kinds(tmp_
         ),
         (
             10, 3,
-            "unknown fault target 'issue_refund'; expected default, service.* or "
+            "unknown fault target 'issue_refund'; expected default, model, service.* or "
             "service.operation; did you mean 'payments.issue_refund'?",
         ),
         (
             11, 3,
-            "unknown fault target 'orders'; expected default, service.* or "
+            "unknown fault target 'orders'; expected default, model, service.* or "
             "service.operation; did you mean 'orders.*'?",
         ),
         (

@@ -24,11 +24,13 @@ Facts about openai-agents 0.24 this module relies on (checked in its source):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
+from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
 from ._run import (
     STDIO_START_TIMEOUT,
     AgentRun,
@@ -42,17 +44,36 @@ from ._run import (
 from ._script import Policy, Reply, Seen, ToolCall, seen_result
 
 try:
+    import httpx2
     import mcp.types as mcp_types
+    import openai
     from agents import Agent, RunConfig, Runner
     from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
+    from agents.items import ModelResponse
     from agents.mcp import MCPServer, MCPServerStdio, MCPServerStreamableHttp
+    from agents.models.interface import Model
+    from agents.models.multi_provider import MultiProvider
     from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("openai-agents", error) from error
 
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import ModelFault
 from faultbench.serve import WorldServer, connect_in_process
 
-__all__ = ["MAX_TURNS", "WorldMCPServer", "mcp_server", "run_agent", "scripted_model"]
+__all__ = [
+    "MAX_TURNS",
+    "FaultyModel",
+    "WorldMCPServer",
+    "mcp_server",
+    "run_agent",
+    "scripted_model",
+]
 
 #: `run_agent`'s default `max_turns`: model turns before the run fails with `MaxTurnsExceeded`.
 MAX_TURNS = 20
@@ -157,17 +178,24 @@ async def run_agent(
     system_prompt: str | None = None,
     max_turns: int = MAX_TURNS,
     tracing: bool = False,
+    model_faults_world: World | None = None,
     **agent_kwargs: Any,
 ) -> AgentRun:
     """Run an Agents SDK agent once with the world's tools; return its result and the trace.
 
     `model` is anything `Agent` accepts ("gpt-5-mini", a `ScriptedModel`...); `agent_kwargs`
     go to `Agent` (`name=` defaults to "agent"). A run that ends in `MaxTurnsExceeded` or
-    `ModelBehaviorError` is returned as a failed run (`run.ok` False, `run.error` set). OpenAI
-    tracing is off unless `tracing=True`.
+    `ModelBehaviorError`, or in a model API error (`openai.APIError`: a 429, a 5xx, a timeout)
+    is returned as a failed run (`run.ok` False, `run.error` set). OpenAI
+    tracing is off unless `tracing=True`. When the world's fault rules have a `model:` key,
+    the model is wrapped in `FaultyModel` (an in-process world; otherwise pass the run's world
+    as `model_faults_world=`).
     """
     agent_kwargs.setdefault("name", "agent")
     async with observe(target(mcp)) as seen, _connected(_server_for(seen.target)) as server:
+        world = model_world(seen.target, model_faults_world)
+        if world is not None and not isinstance(model, FaultyModel):
+            model = FaultyModel(model, world)
         agent: Agent[Any] = Agent(
             model=model, instructions=system_prompt, mcp_servers=[server], **agent_kwargs
         )
@@ -178,12 +206,98 @@ async def run_agent(
                 max_turns=max_turns,
                 run_config=RunConfig(tracing_disabled=not tracing),
             )
-        except (MaxTurnsExceeded, ModelBehaviorError) as error:
+        except (MaxTurnsExceeded, ModelBehaviorError, openai.APIError) as error:
             failed: Exception | None = error
             result = None
         else:
             failed = None
     return seen.finish(result, None if result is None else result.final_output, failed)
+
+
+# --- model faults ---------------------------------------------------------------------------
+
+
+class FaultyModel(Model):
+    """An Agents SDK model whose calls meet the world's model faults (docs/FAULTS.md,
+    "Model faults"). `model` is a `Model` or a name the SDK's default provider resolves.
+
+    Each call asks `world.model_call()` first: an error kind raises the `openai` SDK's own
+    error (`RateLimitError` with a `retry-after` header, `InternalServerError`,
+    `APITimeoutError`), so the Runner's own handling (and its opt-in `ModelSettings.retry`)
+    is what runs; an answer kind breaks the wrapped model's real answer. The usage of each
+    answer is logged (`world.model_used`).
+    """
+
+    def __init__(self, model: Model | str, world: World):
+        self.model = MultiProvider().get_model(model) if isinstance(model, str) else model
+        self.world = world
+        self.name = model if isinstance(model, str) else type(model).__name__
+
+    def _before(self) -> ModelFault:
+        fault = self.world.model_call(self.name)
+        if fault.kind in ERROR_KINDS:
+            raise _error(fault)
+        return fault
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        fault = self._before()
+        response = await self.model.get_response(*args, **kwargs)
+        usage = response.usage
+        self.world.model_used(fault.k, usage.input_tokens, usage.output_tokens, self.name)
+        tools = args[3] if len(args) > 3 else kwargs.get("tools", [])
+        return _broken(response, fault, tools)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        # Streams meet the error kinds and latency; answer kinds apply to get_response.
+        self._before()
+        return self.model.stream_response(*args, **kwargs)
+
+    async def close(self) -> None:
+        await self.model.close()
+
+
+_REQUEST = httpx2.Request("POST", "https://model.invalid/v1/responses")
+
+
+def _error(fault: ModelFault) -> Exception:
+    if fault.kind == "timeout":
+        return openai.APITimeoutError(request=_REQUEST)
+    status = {"http_429": 429, "http_500": 500, "http_503": 503}[fault.kind or ""]
+    headers = {"retry-after": f"{fault.retry_after_s:g}"} if fault.retry_after_s else {}
+    response = httpx2.Response(status, headers=headers, request=_REQUEST)
+    body = {"error": {"message": fault.message}}
+    cls = openai.RateLimitError if status == 429 else openai.InternalServerError
+    return cls(fault.message, response=response, body=body)
+
+
+def _broken(response: ModelResponse, fault: ModelFault, tools: Any) -> ModelResponse:
+    output = list(response.output)
+    if fault.kind == "empty_completion":
+        output = []
+    elif fault.kind == "stream_cut" and output:
+        last = output[-1]
+        if isinstance(last, ResponseFunctionToolCall):
+            last = last.model_copy(update={"arguments": cut(last.arguments)})
+        elif isinstance(last, ResponseOutputMessage):
+            texts = [c for c in last.content if isinstance(c, ResponseOutputText)]
+            content = [c.model_copy(update={"text": cut(c.text)}) for c in texts]
+            last = last.model_copy(update={"content": content, "status": "incomplete"})
+        output[-1] = last
+    elif fault.kind == "malformed_tool_call":
+        for i, item in enumerate(output):
+            if isinstance(item, ResponseFunctionToolCall):
+                if fault.how == "missing_field":
+                    schema = next(
+                        (getattr(t, "params_json_schema", None) for t in tools
+                         if getattr(t, "name", None) == item.name),
+                        None,
+                    )  # fmt: skip
+                    arguments = json.dumps(drop_required(item.arguments, schema))
+                else:
+                    arguments = unparsable(item.arguments)
+                output[i] = item.model_copy(update={"arguments": arguments})
+                break
+    return dataclasses.replace(response, output=output)
 
 
 # --- scripted agents --------------------------------------------------------------------------
@@ -199,6 +313,15 @@ def _output_text(output: Any) -> Any:
     return output
 
 
+def _arguments(text: str | None) -> dict[str, Any]:
+    """A function call's arguments; {} for text that is not a JSON object (a malformed call)."""
+    try:
+        args = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
 def _history(items: Any) -> list[Seen]:
     """The tool calls so far and their results, oldest first, from the model's input items."""
     if isinstance(items, str):
@@ -208,7 +331,7 @@ def _history(items: Any) -> list[Seen]:
     for raw in items:
         item = raw if isinstance(raw, dict) else raw.model_dump(exclude_unset=True)
         if item.get("type") == "function_call":
-            calls[item["call_id"]] = (item["name"], json.loads(item.get("arguments") or "{}"))
+            calls[item["call_id"]] = (item["name"], _arguments(item.get("arguments")))
         elif item.get("type") == "function_call_output" and item.get("call_id") in calls:
             tool, args = calls[item["call_id"]]
             seen.append(seen_result(tool, args, _output_text(item.get("output")), failed=None))

@@ -25,12 +25,14 @@ Facts about pydantic-ai-slim 2.68 / fastmcp 4 this module relies on (checked in 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, Unpack
 
 import anyio
 
+from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
 from ._run import (
     STDIO_START_TIMEOUT,
     AgentRun,
@@ -49,7 +51,15 @@ try:
     from mcp import ClientSession
     from mcp.shared.memory import create_client_server_memory_streams
     from pydantic_ai import Agent
-    from pydantic_ai.exceptions import UnexpectedModelBehavior
+    from pydantic_ai.exceptions import (
+        ModelAPIError,
+        ModelHTTPError,
+        ModelRateLimitError,
+        ModelServerError,
+        ModelTimeoutError,
+        ModelUnavailableError,
+        UnexpectedModelBehavior,
+    )
     from pydantic_ai.mcp import MCPToolset
     from pydantic_ai.messages import (
         ModelMessage,
@@ -59,14 +69,19 @@ try:
         ToolCallPart,
         ToolReturnPart,
     )
+    from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.wrapper import WrapperModel
+    from pydantic_ai.settings import ModelSettings
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("pydantic-ai", error) from error
 
 
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import ModelFault
 from faultbench.serve import WorldServer
 
-__all__ = ["WorldTransport", "run_agent", "scripted_model", "toolset"]
+__all__ = ["FaultyModel", "WorldTransport", "run_agent", "scripted_model", "toolset"]
 
 
 class WorldTransport(ClientTransport):
@@ -135,16 +150,25 @@ async def run_agent(
     *,
     mcp: WorldServer | str | Sequence[str],
     system_prompt: str | None = None,
+    model_faults_world: World | None = None,
     **agent_kwargs: Any,
 ) -> AgentRun:
     """Run a Pydantic AI agent once with the world's tools; return its result and the trace.
 
+    When the world's fault rules have a `model:` key, the model is wrapped in `FaultyModel`
+    so that its calls meet the world's model faults (an in-process world; for a stdio or HTTP
+    server, pass the run's world as `model_faults_world=`).
+
     `model` is anything `Agent` accepts ("openai:gpt-5-mini", a `FunctionModel`...);
     `agent_kwargs` go to `Agent` (`retries=`, `output_type=`...). A run that ends in
     `UnexpectedModelBehavior` (a tool's retry budget spent, or a model that misbehaves) is
-    returned as a failed run: `run.ok` is False and `run.error` holds the exception.
+    returned as a failed run: `run.ok` is False and `run.error` holds the exception; so is
+    one that ends in a model API error (`ModelAPIError`: a 429, a 5xx, a timeout).
     """
     async with observe(target(mcp)) as seen:
+        world = model_world(seen.target, model_faults_world)
+        if world is not None and not isinstance(model, FaultyModel):
+            model = FaultyModel(model, world)
         agent: Agent[Any, Any] = Agent(
             model,
             system_prompt=system_prompt or (),
@@ -153,12 +177,112 @@ async def run_agent(
         )
         try:
             result = await agent.run(prompt)
-        except UnexpectedModelBehavior as error:
-            failed: UnexpectedModelBehavior | None = error
+        except (UnexpectedModelBehavior, ModelAPIError) as error:
+            failed: Exception | None = error
             result = None
         else:
             failed = None
     return seen.finish(result, None if result is None else result.output, failed)
+
+
+# --- model faults ---------------------------------------------------------------------------
+
+
+class FaultyModel(WrapperModel):
+    """A model whose requests meet the world's model faults (docs/FAULTS.md, "Model faults").
+
+    Each request asks `world.model_call()` first: an error kind raises the error Pydantic AI's
+    own provider models raise (`ModelHTTPError` of the rate-limit, server or unavailable
+    category, `ModelTimeoutError`), so the agent's own handling is what runs; an answer kind
+    breaks the wrapped model's real answer. The usage of each answer is logged
+    (`world.model_used`).
+    """
+
+    def __init__(self, wrapped: Model | str, world: World):
+        super().__init__(wrapped)
+        self.world = world
+
+    def _before(self) -> ModelFault:
+        fault = self.world.model_call(self.model_name)
+        if fault.kind in ERROR_KINDS:
+            raise _error(fault, self.model_name)
+        return fault
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        fault = self._before()
+        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        usage = response.usage
+        self.world.model_used(fault.k, usage.input_tokens, usage.output_tokens, self.model_name)
+        return _broken(response, fault, model_request_parameters)
+
+    @contextlib.asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: Any = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        # Streams meet the error kinds and latency; answer kinds need the whole answer, so
+        # they apply to `request` only (docs/FAULTS.md).
+        self._before()
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
+
+
+def _error(fault: ModelFault, model_name: str) -> ModelAPIError:
+    body = {"error": {"message": fault.message}}
+    if fault.kind == "timeout":
+        return ModelTimeoutError(model_name, fault.message, phase="read")
+    category: Any = {
+        "http_429": ModelRateLimitError,
+        "http_500": ModelServerError,
+        "http_503": ModelUnavailableError,
+    }[fault.kind or ""]
+    headers = {"retry-after": f"{fault.retry_after_s:g}"} if fault.retry_after_s else None
+    status = {"http_429": 429, "http_500": 500, "http_503": 503}[fault.kind or ""]
+    return ModelHTTPError.for_category(
+        category, status_code=status, model_name=model_name, body=body, headers=headers,
+        retry_after=fault.retry_after_s,
+    )  # fmt: skip
+
+
+def _broken(
+    response: ModelResponse, fault: ModelFault, params: ModelRequestParameters
+) -> ModelResponse:
+    if fault.kind == "empty_completion":
+        return dataclasses.replace(response, parts=[])
+    parts = list(response.parts)
+    if fault.kind == "stream_cut":
+        # The stream ends in the middle of its last part; what follows never arrived.
+        kept: list[Any] = parts[:-1] if parts else []
+        if parts:
+            last = parts[-1]
+            if isinstance(last, TextPart):
+                kept.append(dataclasses.replace(last, content=cut(last.content)))
+            elif isinstance(last, ToolCallPart):
+                kept.append(dataclasses.replace(last, args=cut(last.args_as_json_str())))
+        return dataclasses.replace(response, parts=kept, finish_reason="length")
+    if fault.kind == "malformed_tool_call":
+        for i, part in enumerate(parts):
+            if isinstance(part, ToolCallPart):
+                if fault.how == "missing_field":
+                    tool = params.tool_defs.get(part.tool_name)
+                    schema = tool.parameters_json_schema if tool is not None else None
+                    args: Any = drop_required(part.args, schema)
+                else:
+                    args = unparsable(part.args)
+                parts[i] = dataclasses.replace(part, args=args)
+                break
+        return dataclasses.replace(response, parts=parts)
+    return response
 
 
 # --- scripted agents --------------------------------------------------------------------------

@@ -49,6 +49,8 @@ from ._store._events import Event as Event
 from ._store._events import FaultInjected as FaultInjected
 from ._store._events import FaultsChanged as FaultsChanged
 from ._store._events import LogRewound as LogRewound
+from ._store._events import ModelCalled as ModelCalled
+from ._store._events import ModelUsed as ModelUsed
 from ._store._events import RecordCreated as RecordCreated
 from ._store._events import RecordDeleted as RecordDeleted
 from ._store._events import RecordUpdated as RecordUpdated
@@ -92,6 +94,8 @@ __all__ = [
     "InjectedFault",
     "InvalidArguments",
     "LogRewound",
+    "ModelCalled",
+    "ModelUsed",
     "Policy",
     "Record",
     "RecordCreated",

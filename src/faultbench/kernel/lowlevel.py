@@ -22,6 +22,9 @@ from ._faults._inject import InjectionPlan as InjectionPlan
 from ._faults._kinds import KINDS as FAULT_KINDS
 from ._faults._kinds import FaultKind as FaultKind
 from ._faults._kinds import kind as fault_kind
+from ._faults._model import MODEL_KINDS as MODEL_KINDS
+from ._faults._model import ModelFault as ModelFault
+from ._faults._model import ModelKind as ModelKind
 from ._faults._plan import effective_rule as effective_rule
 from ._inspect._diff import format_event as format_event
 from ._inspect._explain import RunExplanation as RunExplanation
@@ -65,9 +68,12 @@ __getattr__, __dir__ = _lazy_names("faultbench.kernel", globals(), _LAZY)
 __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
+    "MODEL_KINDS",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
+    "ModelFault",
+    "ModelKind",
     "RunExplanation",
     "ToolCharges",
     "add_log_line",

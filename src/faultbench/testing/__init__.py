@@ -35,6 +35,9 @@ if _typing.TYPE_CHECKING:
     from ._artifacts._shrink import ShrinkResult as ShrinkResult
     from ._artifacts._shrink import probe_pytest as probe_pytest
     from ._artifacts._shrink import shrink as shrink
+    from ._gate._paired import Paired as Paired
+    from ._gate._paired import paired_runs as paired_runs
+    from ._gate._paired import runs_for_margin as runs_for_margin
     from ._gate._runs import RunInfo as RunInfo
     from ._gate._runs import derive_seed as derive_seed
     from ._gate._stats import Gate as Gate
@@ -98,6 +101,7 @@ _LAZY = {
     "Message": "._simulation._personas",
     "MockTool": "._simulation._mocks",
     "MockToolRegistry": "._simulation._mocks",
+    "Paired": "._gate._paired",
     "Persona": "._simulation._personas",
     "Probe": "._artifacts._shrink",
     "ProbeError": "._artifacts._shrink",
@@ -119,11 +123,13 @@ _LAZY = {
     "expect": "._simulation._expect",
     "fault_inject": "._simulation._inject",
     "mock_tool": "._simulation._mocks",
+    "paired_runs": "._gate._paired",
     "pass_hat_k": "._gate._stats",
     "probe_pytest": "._artifacts._shrink",
     "read_session": "._artifacts._sessionfile",
     "repeat": "._simulation._repeat",
     "required_passes": "._gate._stats",
+    "runs_for_margin": "._gate._paired",
     "scenario": "._simulation._scenario",
     "shrink": "._artifacts._shrink",
     "spec_of": "._artifacts._html",
@@ -154,6 +160,7 @@ __all__ = [
     "Message",
     "MockTool",
     "MockToolRegistry",
+    "Paired",
     "Persona",
     "Probe",
     "ProbeError",
@@ -175,11 +182,13 @@ __all__ = [
     "expect",
     "fault_inject",
     "mock_tool",
+    "paired_runs",
     "pass_hat_k",
     "probe_pytest",
     "read_session",
     "repeat",
     "required_passes",
+    "runs_for_margin",
     "scenario",
     "shrink",
     "spec_of",

@@ -38,10 +38,12 @@ from ._gate._runs import (
 from ._gate._stats import decided, pass_hat_k
 from ._plugin._async import run_coroutine_test, trio_variants
 from ._plugin._command import ServeCommand
+from ._plugin._compare import ComparePlugin, compare_spec
 from ._plugin._grading import grade_run
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
 from ._plugin._outputs import Outputs, add_output_options, faults_override
+from ._plugin._usage import group_usage, logging_model, run_usage, runs_needed
 
 if TYPE_CHECKING:
     from faultbench.kernel import VirtualClock, World, WorldSpec
@@ -103,9 +105,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     config.stash[SPECS_KEY] = {}
     config.pluginmanager.register(session, "faultbench-session")
+    config.pluginmanager.register(ComparePlugin(session), "faultbench-compare")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    compare = config.pluginmanager.get_plugin("faultbench-compare")
+    if compare is not None:
+        config.pluginmanager.unregister(compare)
     session = config.stash.get(SESSION_KEY, None)
     if session is not None and config.pluginmanager.is_registered(session):
         config.pluginmanager.unregister(session)
@@ -302,7 +308,7 @@ def _start_world(
     assert plan.world is not None
     spec = _spec(request, plan.world)
     w = World.from_spec(spec, seed=plan.seed, run=run.index)
-    block = _fault_block(request, w, plan)
+    block = logging_model(request.node, w, _fault_block(request, w, plan))
     if block is not None:
         _set_faults(request, w, block, plan)
     return w, block
@@ -478,7 +484,8 @@ class FaultbenchSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
         data = item.stash.get(RUN_KEY, None)
-        if data is not None and self.early_stop:
+        # a compared test's runs pair up one for one: none may stop early
+        if data is not None and self.early_stop and item.get_closest_marker("compare") is None:
             group = self.tally.groups.get(data["group"])
             if group is not None:
                 passed, failed, _stopped = group.counts()
@@ -509,6 +516,8 @@ class FaultbenchSession:
         if base is None:
             return report
         data = dict(base)
+        if call.when == "call":
+            data["compare"] = compare_spec(item)
         if call.when == "setup" and report.skipped and item.stash.get(STOPPED_KEY, False):
             data["stopped"] = True
         if report.failed and call.excinfo is not None:
@@ -552,6 +561,7 @@ class FaultbenchSession:
             data["events"] = encode_events(world.events).decode()
             data["state_hash"] = world.state_hash()
             grade_run(item, world, report, data)  # policies, expectations, milestones
+            run_usage(item, report, world, data)  # figures, and a budget that fails the run
         if (
             call.when == "call"
             and report.failed
@@ -664,6 +674,9 @@ class FaultbenchSession:
                 if line.startswith(self._display(group.name) + ":"):
                     markup = {"green": True} if group.gate().ok else {"red": True, "bold": True}
                 terminalreporter.write_line(line, **markup)
+            for extra in (group_usage(group)[0], runs_needed(group)):
+                if extra is not None:
+                    terminalreporter.write_line("    " + extra)
         if self.failed_gates:
             # Counted in pytest's last line ("17 passed, 3 tolerated, 1 gate failed").
             key = "gate failed" if len(self.failed_gates) == 1 else "gates failed"
@@ -719,4 +732,4 @@ def _group_properties(group: Group) -> list[tuple[str, object]]:
         ("faultbench_min_pass_rate", gate.min_pass_rate),
         ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
     ]
-    return props
+    return props + group_usage(group)[1]

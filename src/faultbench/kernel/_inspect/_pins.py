@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._faults._kinds import kind as fault_kind
+from .._faults._model import MODEL_KEY, model_kind
 from .._spec._types import WorldSpec
-from .._store._events import CallStarted, FaultInjected
+from .._store._events import CallStarted, FaultInjected, ModelCalled
 
 __all__ = ["FaultPin", "faults_received", "pin_block"]
 
@@ -47,6 +48,8 @@ def faults_received(events: Iterable[Any]) -> list[FaultPin]:
     for ev in events:
         if isinstance(ev, CallStarted) and ev.k is not None:
             k_of[ev.call_id] = ev.k
+        elif isinstance(ev, ModelCalled) and ev.kind is not None:
+            pins.append(_model_pin(ev))
         elif isinstance(ev, FaultInjected) and ev.call_id in k_of:
             kind = "http_429" if ev.kind == "rate_limit" else ev.kind
             try:
@@ -70,11 +73,24 @@ def faults_received(events: Iterable[Any]) -> list[FaultPin]:
     return pins
 
 
+def _model_pin(ev: ModelCalled) -> FaultPin:
+    """A model fault as the `model:` script entry that reproduces it (`how` is drawn again
+    from the same key, so it needs no option)."""
+    assert ev.kind is not None
+    detail = ev.detail or {}
+    options = {
+        o.name: detail[o.name]
+        for o in model_kind(ev.kind).options
+        if detail.get(o.name) is not None and detail[o.name] != o.default
+    }
+    return FaultPin(MODEL_KEY, ev.k, ev.kind, tuple(sorted(options.items())))
+
+
 def pin_block(pins: Iterable[FaultPin], spec: WorldSpec) -> dict[str, Any]:
     """The `faults:` block that injects exactly `pins` and nothing else."""
     block: dict[str, Any] = {}
     for pin in sorted(pins):
-        op = spec.operations.get(pin.tool)
+        op = spec.operations.get(pin.tool) if pin.tool != MODEL_KEY else None
         key = op.qualname if op is not None else pin.tool
         block.setdefault(key, {"script": {}})["script"][pin.k] = pin.entry()
     return block

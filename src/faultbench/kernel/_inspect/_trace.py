@@ -29,6 +29,8 @@ from .._store._events import (
     CallSucceeded,
     Event,
     FaultInjected,
+    ModelCalled,
+    ModelUsed,
     WorldCreated,
 )
 from .._text._show import iso_time
@@ -74,6 +76,7 @@ class _Index:
         "failed_by_tool",
         "fault_events",
         "marks",
+        "model",
         "open",
         "origin",
         "results",
@@ -92,6 +95,7 @@ class _Index:
         self.failed: list[int] = []
         self.failed_by_tool: dict[str, list[int]] = {}
         self.fault_events: list[FaultInjected] = []
+        self.model: list[ModelCalled | ModelUsed] = []  # the agent's model calls and usage
 
     def feed(self, events: Iterable[Event]) -> None:
         for ev in events:
@@ -110,6 +114,8 @@ class _Index:
                 call = self.open.pop(ev.call_id, None)
                 if call is not None:
                     self._finish(call, ev)
+            elif isinstance(ev, ModelCalled | ModelUsed):
+                self.model.append(ev)
             elif isinstance(ev, WorldCreated) and self.origin is None:
                 self.origin = ev.at
 
@@ -183,7 +189,7 @@ class Trace(TraceChecks):
     read-only (`msgspec.to_builtins(result.value)` makes a copy of your own).
     """
 
-    __slots__ = ("_calls", "_index", "_n", "_n_events", "_n_faults", "_order")
+    __slots__ = ("_calls", "_index", "_n", "_n_events", "_n_faults", "_n_model", "_order")
 
     def __init__(self, events: Iterable[Event] = ()):
         index = _Index()
@@ -194,6 +200,7 @@ class Trace(TraceChecks):
         self._index = index
         self._n = len(index.results)
         self._n_faults = len(index.fault_events)
+        self._n_model = len(index.model)
         self._n_events = len(index.events)
         self._order: list[int] | None = None
         self._calls: list[CallResult] | None = None
@@ -296,6 +303,17 @@ class Trace(TraceChecks):
             return events
         return [f for f in events if f.tool == tool]
 
+    @property
+    def model_calls(self) -> list[ModelCalled]:
+        """The agent's calls to its model (`World.model_call`), in log order: each with the
+        model fault it met (`kind`, None for none) and its `detail`."""
+        return [e for e in self._index.model[: self._n_model] if isinstance(e, ModelCalled)]
+
+    @property
+    def model_usage(self) -> list[ModelUsed]:
+        """The usage the agent's model calls reported (`World.model_used`), in log order."""
+        return [e for e in self._index.model[: self._n_model] if isinstance(e, ModelUsed)]
+
     def failures(self) -> list[CallResult]:
         """The calls that failed, in start order."""
         return [c for c in self._iter_calls() if not c.ok]
@@ -357,6 +375,7 @@ class Trace(TraceChecks):
             "summary": self.summary(),
             "calls": [msgspec.to_builtins(c) for c in self._iter_calls()],
             "faults": [msgspec.to_builtins(f) for f in self.faults()],
+            "model_calls": [msgspec.to_builtins(m) for m in self.model_calls],
         }
 
     def lines(self, *, width: int = 100) -> list[str]:
@@ -388,6 +407,11 @@ class Trace(TraceChecks):
         origin = self._index.origin
         since = f" (offsets from {iso_time(origin)})" if origin else ""
         head = f"Trace: {n} call{'' if n == 1 else 's'}, {failed} failed{since}"
+        model = self.model_calls
+        if model:
+            faults = [f"#{m.k} {m.kind}" for m in model if m.kind is not None]
+            head += f"\nModel: {len(model)} call{'' if len(model) == 1 else 's'}"
+            head += f", faults: {', '.join(faults)}" if faults else ", no faults"
         return "\n".join([head, *self.lines()])
 
     def __repr__(self) -> str:

@@ -20,10 +20,12 @@ from .._faults._injections import TEMPLATES
 from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
 from .._faults._kinds import kind as fault_kind
 from .._faults._lies import CHANGES
+from .._faults._model import MODEL_KEY
 from .._faults._rules import merged_rule
 from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
+from ._modelblock import parse_model_rule
 from ._yaml import Document
 
 RULE_KEYS = ("latency_ms", "errors", "rate_limit", "not_found_if_newer_than", "script", "timeout_s")
@@ -92,7 +94,7 @@ class _RuleParser:
         self.services = services
         #: "service.operation" -> operation kind, to reject kinds that cannot happen to it
         self.op_kinds = op_kinds or {}
-        self.keys = ["default"]
+        self.keys = ["default", MODEL_KEY]
         for svc, ops in services.items():
             self.keys.append(f"{svc}.*")
             self.keys.extend(f"{svc}.{op}" for op in ops)
@@ -117,6 +119,11 @@ class _RuleParser:
             return {}
         rules: dict[str, FaultRule] = {}
         for target, body in block.items():
+            if target == MODEL_KEY:  # the agent's model API, not a tool (`_modelblock.py`)
+                model = parse_model_rule(self, block, body)
+                if model is not None:
+                    rules[target] = model
+                continue
             if not self.check_target(block, target):
                 continue
             rule = self.parse_rule(block, target, body)
@@ -144,7 +151,7 @@ class _RuleParser:
                 hint = f"; did you mean '{target}.*'?"
             self.key_problem(
                 block, target,
-                f"unknown fault target '{target}'; expected default, service.* or "
+                f"unknown fault target '{target}'; expected default, model, service.* or "
                 f"service.operation{hint}",
             )  # fmt: skip
         elif svc not in self.services:

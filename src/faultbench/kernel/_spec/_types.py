@@ -217,6 +217,7 @@ WORLD_ATTRIBUTES: frozenset[str] = frozenset(
         "table", "tables", "clock", "call", "acall", "tools", "tool",
         "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
         "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
-        "from_book", "call_together", "issue_token", "schedule", "scheduled",
+        "from_book", "call_together", "issue_token", "schedule", "scheduled", "model_call",
+        "model_used",
     }
 )  # fmt: skip

@@ -234,6 +234,29 @@ class AuthChecked(Event, frozen=True):
     scope: str | None = None  # the scope missing, for insufficient_scope
 
 
+# --- the agent's model --------------------------------------------------------------------------
+
+
+class ModelCalled(Event, frozen=True):
+    """The agent called its model for the k-th time and the fault plan's `model:` rule decided
+    what happens to the call (`kind`: a model fault kind, or None for latency only). A
+    latency or a timeout follows as a `ClockAdvanced` with `call_id` `model#k`."""
+
+    k: int
+    kind: str | None = None
+    model: str = ""  # the model's name as the framework gives it
+    detail: dict[str, Any] = {}  # e.g. {"source": "random", "retry_after_s": 2.0}
+
+
+class ModelUsed(Event, frozen=True):
+    """What the k-th model call used, as the framework's usage object reports it."""
+
+    k: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+
+
 AnyEvent = (
     WorldCreated
     | WorldForked
@@ -248,6 +271,8 @@ AnyEvent = (
     | FaultInjected
     | CallSucceeded
     | CallFailed
+    | ModelCalled
+    | ModelUsed
     | LogRewound
     | IdempotencyKeyRecorded
     | IdempotentRetryAnswered

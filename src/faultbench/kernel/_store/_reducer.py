@@ -36,6 +36,8 @@ from ._events import (
     FaultsChanged,
     IdempotencyKeyRecorded,
     IdempotentRetryAnswered,
+    ModelCalled,
+    ModelUsed,
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
@@ -311,6 +313,10 @@ def _token_revoked(s: State, e: TokenRevoked) -> State:
     return _token_set(s, e.token, msgspec.structs.replace(entry, revoked=True))
 
 
+def _model_called(s: State, e: ModelCalled) -> State:
+    return _replace(s, seq=s.seq + 1, model_calls=e.k)
+
+
 # Each case takes its own event type; the table pairs them, and `apply` looks up by type, so a
 # case only ever receives its own kind of event (which the type system cannot express here).
 _CASES: dict[type[Event], Callable[[State, Any], State]] = {
@@ -334,4 +340,6 @@ _CASES: dict[type[Event], Callable[[State, Any], State]] = {
     TokenExpired: _token_expired,
     TokenRevoked: _token_revoked,
     AuthChecked: _bump,
+    ModelCalled: _model_called,
+    ModelUsed: _bump,
 }

@@ -145,6 +145,9 @@ class State(msgspec.Struct, frozen=True, gc=False):
     effects: tuple[Pending, ...] = ()
     #: number of effects scheduled so far: the next one is `e{effect_n + 1}`
     effect_n: int = 0
+    #: number of model calls so far (`ModelCalled`): the `k` of the next one is this + 1;
+    #: not part of the hash (a model call changes no record; its clock move is hashed)
+    model_calls: int = 0
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:

@@ -38,6 +38,7 @@ from .._text._names import did_you_mean
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
+    from .._faults._model import ModelFault
     from .._faults._types import FaultRule
     from .._inspect._diff import StateDiff
     from .._inspect._trace import Trace
@@ -328,6 +329,20 @@ class World:
     def fault_rules(self) -> dict[str, Any]:
         """The fault rules in force, as written: key -> FaultRule."""
         return dict(self._pipeline.plan().rules)
+
+    def model_call(self, model: str = "") -> ModelFault:
+        """Log the agent's next call to its model and return what the fault plan's `model:`
+        rule decided for it (`kind` None: no fault). For model wrappers (docs/FAULTS.md,
+        "Model faults"); the clock moves by the call's latency and timeout."""
+        from ._model import log_model_call
+
+        return log_model_call(self._book, self._pipeline.plan(), model)
+
+    def model_used(self, k: int, input_tokens: int, output_tokens: int, model: str = "") -> None:
+        """Log the tokens the k-th model call used (`ModelUsed`)."""
+        from ._model import log_model_usage
+
+        log_model_usage(self._book, k, input_tokens, output_tokens, model)
 
     # --- the log -----------------------------------------------------------------------------
 

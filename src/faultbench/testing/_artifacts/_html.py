@@ -236,9 +236,10 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
     calls = list(trace)
     # the text an `inject` fault planted in a call's answer, highlighted in its details
     planted = {f.call_id: f.detail.get("injected") for f in trace.faults() if f.kind == "inject"}
-    if not calls:
+    model = trace.model_calls
+    if not calls and not model:
         return {"lanes": [], "calls": [], "span": 0}
-    origin = min(c.started_at for c in calls if c.started_at is not None)
+    origin = min([c.started_at for c in calls if c.started_at is not None] + [m.at for m in model])
     lanes: list[str] = []
     lane_of: dict[str, int] = {}
     ops = {} if spec is None else spec.operations
@@ -286,6 +287,8 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
                 "injected": planted.get(c.call_id),
             }
         )
+    if model:
+        span = max(span, _model_lane(events, model, origin, lanes, rows))
     effects = _effects(events, origin)
     if effects:
         for mark in effects:
@@ -343,6 +346,35 @@ def _mark_violations(detail: dict[str, Any]) -> None:
             call = by_id.get(call_id)
             if call is not None:
                 call.setdefault("broke", []).append(v["message"])
+
+
+def _model_lane(
+    events: list[Event], model: list[Any], origin: datetime, lanes: list[str], rows: list[Any]
+) -> float:
+    """The agent's model calls as bars of a lane of their own, "model": each from its
+    `ModelCalled` to the end of its latency (and a timeout's wait), its fault marked. Returns
+    the last end."""
+    from faultbench.kernel import ClockAdvanced
+    from faultbench.kernel.lowlevel import iso_time
+
+    ends = {ev.call_id: ev.to for ev in events if isinstance(ev, ClockAdvanced) and ev.call_id}
+    lane = len(lanes)
+    lanes.append("model")
+    span = 0.0
+    for m in model:
+        end = ends.get(f"model#{m.k}", m.at)
+        ok = m.kind not in ("http_429", "http_500", "http_503", "timeout")
+        meta = {"model": m.model, "started_at": iso_time(m.at), **m.detail}
+        span = max(span, _ms(end, origin))
+        rows.append(
+            {
+                "i": len(rows), "lane": lane, "tool": "model", "k": m.k,
+                "s": _ms(m.at, origin), "e": _ms(end, origin), "ok": ok, "fault": m.kind,
+                "kind": None if ok else m.kind, "ghost": False, "writes": 0, "retry_of": None,
+                "args": {}, "text": "", "meta": meta,
+            }
+        )  # fmt: skip
+    return span
 
 
 def _state_change(spec: WorldSpec, events: list[Event]) -> dict[str, Any] | None:

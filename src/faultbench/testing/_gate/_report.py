@@ -55,6 +55,7 @@ class Run:
     attacked: bool = False
     utility: bool | None = None
     attack_succeeded: bool | None = None
+    usage: dict[str, Any] | None = None  # `_usage.Usage` figures: model calls, tokens, cost
 
 
 @dataclass
@@ -155,6 +156,7 @@ class Tally:
                 "summary", "events", "state_hash", "events_file", "world_file", "crashes",
                 "score", "milestones", "min_mean_score", "violations",
                 "attacked", "utility", "attack_succeeded",
+                "usage",
             ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])

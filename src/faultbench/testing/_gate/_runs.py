@@ -37,6 +37,13 @@ MARKERS = {
     "min_mean_score": "min_mean_score(score): the mean milestone score over the runs (0..1) "
     "must reach this too; the summary shows it with its 95% t-interval (docs/CHECKS.md) "
     "(faultbench)",
+    "budget": "budget(cost_usd=, tokens=, model_calls=, tool_calls=, virtual_seconds=, "
+    "prices=None): fail a run that uses more than this (its model calls and tokens as the "
+    "framework reports them, cost from the price table) (faultbench)",
+    "compare": "compare(a, b, margin=None): the test is parametrized over agents a and b; "
+    "pair their runs (same faults) and report both pass / only a / only b / both fail, the "
+    "difference with its 95% interval and the exact McNemar p; with margin, fail the session "
+    "unless b is shown not worse than a by more than margin (faultbench)",
     "seed": "seed(n): the world seed (default: the world file's); each run derives its own "
     "from (seed, run index) (faultbench)",
     "principal": "principal(name): in a world with auth:, the principal the run's MCP servers "
