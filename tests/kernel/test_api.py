@@ -107,6 +107,9 @@ LOWLEVEL_NAMES = {
     # a fault_inject wrapper inside a world's tool charges the running call
     "running_call",
     "ToolCharges",
+    # the OpenAPI importer names records as the reader will accept them (issue 22)
+    "plural",
+    "WORLD_ATTRIBUTES",
 }
 
 

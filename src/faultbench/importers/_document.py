@@ -19,7 +19,7 @@ from typing import Any
 
 from ._names import snake
 
-METHODS = ("get", "put", "post", "delete", "patch", "options", "head", "trace")
+METHODS = ("get", "post", "put", "patch", "delete", "options", "head", "trace")
 _BASE_URI = "urn:faultbench:openapi"
 
 

@@ -10,15 +10,6 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-#: record names whose accessor (`world.<name>` or its plural) `World` already uses
-_TAKEN = frozenset(
-    {
-        "name", "spec", "seed", "run", "table", "tables", "clock", "call", "tool", "tools",
-        "event", "events", "trace", "snapshot", "restore", "fork", "reset", "diff", "state",
-    }
-)  # fmt: skip
-
-
 def snake(text: str) -> str:
     """`PaymentIntent` -> `payment_intent`, `v1/charges` -> `v1_charges`; '' if no word."""
     words = _NON_WORD.sub(" ", _CAMEL.sub(" ", text)).split()
@@ -35,10 +26,16 @@ def identifier(text: str, fallback: str = "value") -> str:
     return f"{name}_" if keyword.iskeyword(name) else name
 
 
-def record_name(schema_name: str) -> str:
-    name = identifier(snake(schema_name) or "record", "record")
-    name = name.lstrip("_") or "record"
-    return f"{name}_record" if name in _TAKEN or name.rstrip("s") in _TAKEN else name
+def record_name(schema_name: str, taken: set[str]) -> str:
+    """A record name for a schema whose accessors (`world.<name>`, `world.<plural>`) are
+    free: not `World`'s own, not another record's (`taken` holds those, and is updated)."""
+    from faultbench.kernel.lowlevel import WORLD_ATTRIBUTES, plural
+
+    name = identifier(snake(schema_name) or "record", "record").lstrip("_") or "record"
+    while {name, plural(name)} & (taken | WORLD_ATTRIBUTES) or keyword.iskeyword(name):
+        name = f"{name}_record"
+    taken.update((name, plural(name)))
+    return name
 
 
 def tool_name(text: str) -> str:

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultbench.kernel.lowlevel import plural
+
 from ._document import Document, title_name
 from ._names import identifier, record_name, snake, tool_name
 from ._shapes import Decl, FieldTypes, answer
@@ -232,11 +234,7 @@ def map_document(doc: Document, *, tags: list[str] = (), paths: list[str] = ()) 
     for kind, schema in kinds:
         if schema is None or schema in schema_records or kind == "custom":
             continue
-        name = record_name(schema)
-        while name in taken or name.rstrip("s") in {t.rstrip("s") for t in taken}:
-            name = f"{name}_record"
-        taken.add(name)
-        schema_records[schema] = name
+        schema_records[schema] = record_name(schema, taken)
     types = FieldTypes(doc, schema_records)
     records: dict[str, Record] = {}
     operations: list[Operation] = []
@@ -286,7 +284,7 @@ def _operation(
     if kind == "custom" or rec is None:
         kind, rec = "custom", None
     names = {
-        "list": records[rec].name + "s" if rec else "",
+        "list": plural(rec) if rec else "",
         "get": rec or "", "create": rec or "", "update": rec or "", "delete": rec or "",
     }  # fmt: skip
     preferred = tool_name(f"{kind}_{names[kind]}") if kind != "custom" else tool_name(op_id)
@@ -434,7 +432,10 @@ def _required_by_create(doc: Document, records: dict[str, Record], operations: l
         _media, body = doc.body(raw)
         _props, required = FieldTypes(doc, {}).properties(body)
         rec = records[op.record]
-        rec.fields = {k: (v if k == "id" or k in required else optional(v)) for k, v in rec.fields.items()}
+        rec.fields = {
+            k: v if k == "id" or k in required or (isinstance(v, dict) and "default" in v) else optional(v)
+            for k, v in rec.fields.items()
+        }
 
 
 def _principals(doc: Document, chosen: list[Any], operations: list[Operation]) -> dict[str, list[str]]:
@@ -445,16 +446,22 @@ def _principals(doc: Document, chosen: list[Any], operations: list[Operation]) -
     default = doc.data.get("security")
     used: dict[str, list[str]] = {}
     for op, (_p, _m, raw, _i) in zip(operations, chosen):
-        security = raw.get("security", default) or []
-        for alt in security:
-            if isinstance(alt, dict):
-                for scheme, scopes in alt.items():
-                    used.setdefault(str(scheme), []).extend(str(s) for s in scopes or [])
-        first = next((a for a in security if isinstance(a, dict) and a), None)
-        if first:
-            op.scopes = list(dict.fromkeys(str(s) for ss in first.values() for s in ss or []))
+        alternatives = [a for a in raw.get("security", default) or [] if isinstance(a, dict)]
+        scoped = next((a for a in alternatives if any(a.values())), None)
+        op.scopes = (
+            list(dict.fromkeys(str(s) for ss in scoped.values() for s in ss or []))
+            if scoped
+            else []
+        )
+        for alt in alternatives:
+            for scheme, scopes in alt.items():
+                # a scheme without scopes (an API key) admits the call by itself: its
+                # principal holds the scopes the operation asks of the others
+                granted = [str(s) for s in scopes or []] if any(alt.values()) else op.scopes
+                used.setdefault(str(scheme), []).extend(granted)
     principals: dict[str, list[str]] = {}
-    for scheme in sorted(used, key=list(schemes).index if all(u in schemes for u in used) else str):
+    order = list(schemes)
+    for scheme in sorted(used, key=lambda s: (order.index(s) if s in order else len(order), s)):
         body, _ = doc.deref(schemes.get(scheme, {}))
         scopes = list(used[scheme])
         for flow in (body.get("flows") or {}).values():

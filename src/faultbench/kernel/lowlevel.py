@@ -30,11 +30,13 @@ from ._spec._code import add_tools as add_tools
 from ._spec._code import empty_spec as empty_spec
 from ._spec._rows import generate_rows as generate_rows
 from ._spec._schema import operation_args as operation_args
+from ._spec._types import WORLD_ATTRIBUTES as WORLD_ATTRIBUTES
 from ._store._events import add_log_line as add_log_line
 from ._store._incall import ToolCharges as ToolCharges
 from ._store._incall import running_call as running_call
 from ._text._keys import id_order as id_order
 from ._text._names import did_you_mean as did_you_mean
+from ._text._names import plural as plural
 from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
@@ -60,6 +62,7 @@ __getattr__, __dir__ = _lazy_names("faultbench.kernel", globals(), _LAZY)
 __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
+    "WORLD_ATTRIBUTES",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
@@ -80,6 +83,7 @@ __all__ = [
     "operation_args",
     "parse_duration",
     "parse_faults",
+    "plural",
     "pin_block",
     "render_faults",
     "running_call",
