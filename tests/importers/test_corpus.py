@@ -14,7 +14,12 @@ from faultbench.importers import import_openapi
 
 from .conftest import SLOW, checkable, corpus
 
-SMALL = ["swagger_petstore_v3.yaml", "oai_uspto.yaml", "oai_tictactoe.json", "paypal_invoicing_v2.json"]
+SMALL = [
+    "swagger_petstore_v3.yaml",
+    "oai_uspto.yaml",
+    "oai_tictactoe.json",
+    "paypal_invoicing_v2.json",
+]
 LARGE = [
     "adyen_management_v3.json", "box_openapi.json", "discord_openapi.json", "openai_openapi.yaml",
     "stripe_spec3.yaml", "twilio_api_v2010.json", "xero_accounting.yaml",

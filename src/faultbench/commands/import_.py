@@ -50,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.output) if args.output else None
     if args.json and out is None:
-        print("--json prints the coverage report; pass -o WORLD for the world file", file=sys.stderr)
+        print(
+            "--json prints the coverage report; pass -o WORLD for the world file", file=sys.stderr
+        )
         return 2
     module = f"{out.stem}_handlers" if out is not None else "imported_handlers"
     try:

@@ -54,7 +54,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            data = _plain(yaml.load(text, Loader=loader))  # noqa: S506 (a safe loader)
+            data = _plain(yaml.load(text, Loader=loader))
         except yaml.YAMLError as exc:
             raise ImportProblem(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

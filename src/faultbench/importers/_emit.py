@@ -75,7 +75,7 @@ def _block(value: Any, indent: int) -> Iterator[str]:
 
 def _text(head: str, text: str, pad: str) -> Iterator[str]:
     lines = text.strip("\n").splitlines()
-    if lines and lines[0][:1].isspace() or any(not ln.isprintable() for ln in lines if ln):
+    if (lines and lines[0][:1].isspace()) or any(not ln.isprintable() for ln in lines if ln):
         yield f"{head} {quote(text)}"
         return
     yield f"{head} |-"
@@ -125,9 +125,15 @@ def world_text(m: Mapping, *, source: str, handlers: str) -> str:
         lines.append("auth:")
         lines.append("  principals:")
         for name, scopes in m.principals.items():
-            lines.append(f"    {key(name)}: {{scopes: [{', '.join(scalar(s, flow=True) for s in scopes)}]}}")
+            lines.append(
+                f"    {key(name)}: {{scopes: [{', '.join(scalar(s, flow=True) for s in scopes)}]}}"
+            )
     lines.append("services:")
-    services: list[str] = list(dict.fromkeys([*(r.service for r in m.records.values()), *(o.service for o in m.operations)]))
+    services: list[str] = list(
+        dict.fromkeys(
+            [*(r.service for r in m.records.values()), *(o.service for o in m.operations)]
+        )
+    )
     for svc in services:
         lines.append(f"  {key(svc)}:")
         recs = [r for r in m.records.values() if r.service == svc]

@@ -10,6 +10,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+
 def snake(text: str) -> str:
     """`PaymentIntent` -> `payment_intent`, `v1/charges` -> `v1_charges`; '' if no word."""
     words = _NON_WORD.sub(" ", _CAMEL.sub(" ", text)).split()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +105,10 @@ def _selected(path: str, op: dict[str, Any], tags: list[str], paths: list[str]) 
     if tags and not set(map(str, op.get("tags") or [])) & set(tags):
         return False
     if paths:
-        return any(path == p or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatchcase(path, p) for p in paths)
+        return any(
+            path == p or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatchcase(path, p)
+            for p in paths
+        )
     return True
 
 
@@ -159,9 +163,11 @@ class _Mapper:
 
     # --- operations ---------------------------------------------------------------------
 
-    def classify(self, path: str, method: str, op: dict[str, Any], by_path: dict[str, str]) -> tuple[str, str | None]:
+    def classify(
+        self, path: str, method: str, op: dict[str, Any], by_path: dict[str, str]
+    ) -> tuple[str, str | None]:
         """(kind, component schema of its record)."""
-        status, node = self.doc.response(op)
+        _status, node = self.doc.response(op)
         item = bool(_ITEM_PATH.fullmatch(path))
         if method == "get" and not item and node is not None:
             listed = self.list_item(node)
@@ -200,12 +206,16 @@ def _service(op: dict[str, Any], path: str) -> str:
     if tags:
         name = snake(str(tags[0]))
     else:
-        segs = [s for s in path.split("/") if s and not s.startswith("{") and not re.fullmatch(r"v\d+(\.\d+)*|api", s)]
+        segs = [
+            s
+            for s in path.split("/")
+            if s and not s.startswith("{") and not re.fullmatch(r"v\d+(\.\d+)*|api", s)
+        ]
         name = snake(segs[0]) if segs else ""
     return (name or "api")[:40]
 
 
-def map_document(doc: Document, *, tags: list[str] = (), paths: list[str] = ()) -> Mapping:  # type: ignore[assignment]  # tuples as read-only defaults
+def map_document(doc: Document, *, tags: Sequence[str] = (), paths: Sequence[str] = ()) -> Mapping:
     m = _Mapper(doc, list(tags), list(paths))
     all_ops = list(doc.operations())
     chosen = []
@@ -213,7 +223,13 @@ def map_document(doc: Document, *, tags: list[str] = (), paths: list[str] = ()) 
         if not _selected(path, op, m.tags, m.paths):
             continue
         if method in ("head", "options", "trace"):
-            m.skipped.append({"method": method.upper(), "path": path, "why": f"{method.upper()} has no world operation (no state to read or change)"})
+            m.skipped.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "why": f"{method.upper()} has no world operation (no state to read or change)",
+                }
+            )
             continue
         chosen.append((path, method, op, item))
     # A path's record, from its reads and writes, so DELETE /things/{id} knows its table.
@@ -242,11 +258,17 @@ def map_document(doc: Document, *, tags: list[str] = (), paths: list[str] = ()) 
         service = _service(op, path)
         rec = schema_records.get(schema) if schema is not None else None
         if rec is not None and rec not in records:
-            sch, _ = doc.deref({"$ref": f"#/components/schemas/{_escape(schema)}"}) if schema else ({}, None)
+            sch, _ = (
+                doc.deref({"$ref": f"#/components/schemas/{_escape(schema)}"})
+                if schema
+                else ({}, None)
+            )
             fields = types.fields(sch, rec, depth=0, stack=(schema,) if schema else ())
             fields = _with_id(fields)
             desc = sch.get("description") or sch.get("title")
-            records[rec] = Record(rec, service, schema or "", fields, str(desc).strip() if desc else None)
+            records[rec] = Record(
+                rec, service, schema or "", fields, str(desc).strip() if desc else None
+            )
         operations.append(_operation(m, types, records, path, method, op, item, kind, rec, service))
     _required_by_create(doc, records, operations, chosen)
     principals = _principals(doc, chosen, operations)
@@ -340,7 +362,14 @@ def _list_options(m: _Mapper, record: Record, params: list[dict[str, Any]], out:
         fname = by_name.get(snake(pname))
         decl = record.fields.get(fname) if fname else None
         if fname is None or decl is None or not isinstance(decl, str) or decl.startswith("list["):
-            m.skipped.append({"method": out.method.upper(), "path": out.path, "why": f"query parameter {pname!r} is not a filter: no flat field of {record.name} is called that", "part": "parameter"})
+            m.skipped.append(
+                {
+                    "method": out.method.upper(),
+                    "path": out.path,
+                    "why": f"query parameter {pname!r} is not a filter: no flat field of {record.name} is called that",
+                    "part": "parameter",
+                }
+            )
             continue
         out.filter[fname] = _operators(m, schema, decl)
     if cursor or offset:
@@ -352,7 +381,10 @@ def _list_options(m: _Mapper, record: Record, params: list[dict[str, Any]], out:
 
 def _operators(m: _Mapper, schema: dict[str, Any], decl: str) -> list[str]:
     ops: list[str] = []
-    variants = [schema, *(m.doc.deref(v)[0] for v in [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])])]
+    variants = [
+        schema,
+        *(m.doc.deref(v)[0] for v in [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]),
+    ]
     for v in variants:
         props = v.get("properties") or {}
         if v.get("type") == "array":
@@ -393,7 +425,14 @@ def _annotation(m: _Mapper, node: Any) -> str:
         values = [v for v in schema["enum"] if isinstance(v, str) and v]
         text = f"Literal[{', '.join(repr(v) for v in dict.fromkeys(values))}]"
     else:
-        text = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list", "object": "dict"}.get(kind or "", "Any")
+        text = {
+            "string": "str",
+            "integer": "int",
+            "number": "float",
+            "boolean": "bool",
+            "array": "list",
+            "object": "dict",
+        }.get(kind or "", "Any")
     return f"{text} | None" if nullable and text != "Any" else text
 
 
@@ -411,7 +450,13 @@ def _custom_params(m: _Mapper, params: list[dict[str, Any]], op: dict[str, Any])
 
     for p in params:
         if p.get("in") in ("path", "query"):
-            add(str(p["name"]), str(p["in"]), p.get("schema"), bool(p.get("required")) or p.get("in") == "path", p.get("description"))
+            add(
+                str(p["name"]),
+                str(p["in"]),
+                p.get("schema"),
+                bool(p.get("required")) or p.get("in") == "path",
+                p.get("description"),
+            )
     media, body = m.doc.body(op)
     if media is not None:
         props, required = FieldTypes(m.doc, {}).properties(body)
@@ -421,7 +466,9 @@ def _custom_params(m: _Mapper, params: list[dict[str, Any]], op: dict[str, Any])
     return out
 
 
-def _required_by_create(doc: Document, records: dict[str, Record], operations: list[Operation], chosen: list[Any]) -> None:
+def _required_by_create(
+    doc: Document, records: dict[str, Record], operations: list[Operation], chosen: list[Any]
+) -> None:
     """A field the API's create does not require is optional in the world, so the create
     tool takes what the API takes (a field answered but set by the server stays optional)."""
     from ._shapes import optional
@@ -433,12 +480,16 @@ def _required_by_create(doc: Document, records: dict[str, Record], operations: l
         _props, required = FieldTypes(doc, {}).properties(body)
         rec = records[op.record]
         rec.fields = {
-            k: v if k == "id" or k in required or (isinstance(v, dict) and "default" in v) else optional(v)
+            k: v
+            if k == "id" or k in required or (isinstance(v, dict) and "default" in v)
+            else optional(v)
             for k, v in rec.fields.items()
         }
 
 
-def _principals(doc: Document, chosen: list[Any], operations: list[Operation]) -> dict[str, list[str]]:
+def _principals(
+    doc: Document, chosen: list[Any], operations: list[Operation]
+) -> dict[str, list[str]]:
     comps = doc.data.get("components") or {}
     schemes = comps.get("securitySchemes") if isinstance(comps, dict) else None
     if not isinstance(schemes, dict) or not schemes:

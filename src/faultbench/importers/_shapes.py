@@ -125,9 +125,7 @@ class FieldTypes:
             required |= {str(r) for r in req}
         return props, required
 
-    def declare(
-        self, node: Any, where: str, *, depth: int, stack: tuple[str, ...]
-    ) -> Decl | None:
+    def declare(self, node: Any, where: str, *, depth: int, stack: tuple[str, ...]) -> Decl | None:
         schema, name = self.doc.deref(node)
         if name is not None and name in self.records:
             return f"ref[{self.records[name]}]"
@@ -144,7 +142,9 @@ class FieldTypes:
         variants = [*(schema.get("oneOf") or []), *(schema.get("anyOf") or [])]
         types, nullable = _types(schema)
         if variants and not schema.get("properties"):
-            return self._choice(variants, schema, where, depth=depth, stack=stack, nullable=nullable)
+            return self._choice(
+                variants, schema, where, depth=depth, stack=stack, nullable=nullable
+            )
         if schema.get("allOf") and not types:
             types = ["object"]
         if len(types) != 1:
@@ -216,10 +216,17 @@ class FieldTypes:
         if len(objects) == len(kept):
             return self._merge(kept, where, depth=depth, stack=stack), nullable
         kinds = ", ".join(sorted({str(_types(sub)[0][:1] or ["any"]) for sub, _n, _v in kept}))
-        return self._skip(where, f"polymorphic (oneOf/anyOf of {len(kept)} shapes: {kinds})"), nullable
+        return self._skip(
+            where, f"polymorphic (oneOf/anyOf of {len(kept)} shapes: {kinds})"
+        ), nullable
 
     def _merge(
-        self, kept: list[tuple[dict[str, Any], str | None, Any]], where: str, *, depth: int, stack: tuple[str, ...]
+        self,
+        kept: list[tuple[dict[str, Any], str | None, Any]],
+        where: str,
+        *,
+        depth: int,
+        stack: tuple[str, ...],
     ) -> Decl | None:
         union = {"type": "object", "anyOf": [v for *_, v in kept]}
         if depth >= self.max_depth:
@@ -227,7 +234,8 @@ class FieldTypes:
         inner = self.fields(union, where, depth=depth + 1, stack=stack)
         return {"object": inner} if inner else self._skip(where, "no field in any variant")
 
-    def _skip(self, where: str, why: str) -> None:
+    def _skip(self, where: str, why: str) -> Decl | None:
+        """Note why `where` is no field; None, for the caller to return."""
         self.skipped.append((where, why))
         return None
 
@@ -279,7 +287,10 @@ def answer(doc: Document, node: Any, depth: int = 0) -> Any:
                     out[req] = None
         return out
     if kind == "array":
-        return [answer(doc, schema.get("items", {}), depth + 1) for _ in range(int(schema.get("minItems") or 0))]
+        return [
+            answer(doc, schema.get("items", {}), depth + 1)
+            for _ in range(int(schema.get("minItems") or 0))
+        ]
     if kind == "string":
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt in _FORMATS:
@@ -288,7 +299,9 @@ def answer(doc: Document, node: Any, depth: int = 0) -> Any:
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         value = low if isinstance(low, int | float) and not isinstance(low, bool) else 0
-        if isinstance(schema.get("exclusiveMinimum"), int | float) and not isinstance(schema.get("exclusiveMinimum"), bool):
+        if isinstance(schema.get("exclusiveMinimum"), int | float) and not isinstance(
+            schema.get("exclusiveMinimum"), bool
+        ):
             value = schema["exclusiveMinimum"] + 1
         elif schema.get("exclusiveMinimum") is True:
             value += 1
