@@ -43,6 +43,12 @@ _RANGE = ("gt", "gte", "lt", "lte")
 _WRITE_METHODS = ("put", "patch", "post")
 
 
+# ---------------------------------------------------------------------------------------------
+# What the mapping decides
+# ---------------------------------------------------------------------------------------------
+# Plain data: the emitter (_emit.py) writes it, the report counts it.
+
+
 @dataclass
 class Param:
     """One argument of a custom operation's generated handler."""
@@ -99,6 +105,12 @@ class Mapping:
     notes: list[str]
     total_operations: int
     total_schemas: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Classifying operations
+# ---------------------------------------------------------------------------------------------
+# Each operation's kind and record, from its method, path and 2xx answer.
 
 
 def _selected(path: str, op: dict[str, Any], tags: list[str], paths: list[str]) -> bool:
@@ -215,6 +227,12 @@ def _service(op: dict[str, Any], path: str) -> str:
     return (name or "api")[:40]
 
 
+# ---------------------------------------------------------------------------------------------
+# The document, mapped
+# ---------------------------------------------------------------------------------------------
+# Records first (every schema a CRUD operation works on), then the operations.
+
+
 def map_document(doc: Document, *, tags: Sequence[str] = (), paths: Sequence[str] = ()) -> Mapping:
     m = _Mapper(doc, list(tags), list(paths))
     all_ops = list(doc.operations())
@@ -329,6 +347,12 @@ def _operation(
         out.status, node = m.doc.response(op)
         out.answer = answer(m.doc, node) if node is not None else None
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Lists, custom arguments, create's required fields
+# ---------------------------------------------------------------------------------------------
+# A list's filters and pages from its query; a custom handler's arguments.
 
 
 def _list_options(m: _Mapper, record: Record, params: list[dict[str, Any]], out: Operation) -> None:
@@ -485,6 +509,12 @@ def _required_by_create(
             else optional(v)
             for k, v in rec.fields.items()
         }
+
+
+# ---------------------------------------------------------------------------------------------
+# Auth
+# ---------------------------------------------------------------------------------------------
+# Security schemes as principals; an operation's scopes.
 
 
 def _principals(
