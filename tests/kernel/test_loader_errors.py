@@ -346,8 +346,8 @@ def test_unknown_field_types(tmp_path):
         (7, 15, f"unknown field type 'emum[s, m]'; {TYPES}; did you mean 'enum[s, m]'?"),
         (
             8, 15,
-            f"unknown field type 'list'; {TYPES}; records are flat: use a record of its own "
-            "with a ref, or text",
+            f"unknown field type 'list'; {TYPES}; for nested values use list[T], "
+            "{object: {name: type, ...}} or {list: {object: {...}}}",
         ),
         (9, 13, "the id of 'order' is always text, not 'int'; expected 'id: str' or no id line at all"),
     ]  # fmt: skip

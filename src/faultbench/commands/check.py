@@ -83,7 +83,7 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
         for tool in service.operations:
             op = spec.operations[tool]
             args = ", ".join(
-                f"{a.name}{'' if a.required else '?'}: {_kind(a.kind, a.choices)}"
+                f"{a.name}{'' if a.required else '?'}: {_arg_kind(a)}"
                 for a in operation_args(op, spec.records)
             )
             target = f" {op.record}" if op.record else ""
@@ -138,7 +138,7 @@ def _options(e: Any) -> str:
 
 
 def _field(f: Any) -> str:
-    kind = f.raw.strip() or f.kind
+    kind = f.written() if f.nested else (f.raw.strip() or f.kind)
     # `{type: str, optional: true}` (or a null default) is as optional as `str?`
     if f.optional and not kind.endswith("?"):
         kind += "?"
@@ -156,6 +156,12 @@ def _value(value: Any) -> str:
     if isinstance(value, datetime):
         return _time(value)
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _arg_kind(a: Any) -> str:
+    if a.field is not None:  # a list or an object: its parts spelled out
+        return str(a.field.written()).removesuffix("?")
+    return _kind(a.kind, a.choices)
 
 
 def _kind(kind: str, choices: tuple[str, ...]) -> str:

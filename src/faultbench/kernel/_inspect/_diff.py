@@ -149,11 +149,21 @@ class RecordChanged(msgspec.Struct, frozen=True, tag="changed"):
     changes: dict[str, FieldChange]  # field -> old/new, in record field order
 
     def __str__(self) -> str:
-        parts = [
-            f"{format_key(k)}: {format_value(c.old)} -> {format_value(c.new)}"
-            for k, c in self.changes.items()
-        ]
+        parts: list[str] = []
+        for k, c in self.changes.items():
+            _changed_parts(format_key(k), c.old, c.new, parts)
         return f"~ {self.table} {self.id} " + ", ".join(parts)
+
+
+def _changed_parts(path: str, old: Any, new: Any, out: list[str]) -> None:
+    """`path: old -> new`, or for two objects only their differing fields, by nested path
+    (`address.city: "Oslo" -> "Bergen"`); lists and other values are shown whole."""
+    if isinstance(old, dict) and isinstance(new, dict) and set(old) == set(new):
+        for k in old:
+            if not _same(old[k], new[k]):
+                _changed_parts(f"{path}.{format_key(k)}", old[k], new[k], out)
+        return
+    out.append(f"{path}: {format_value(old)} -> {format_value(new)}")
 
 
 RecordDiff = RecordAdded | RecordRemoved | RecordChanged

@@ -33,6 +33,7 @@ class _LoaderBase:
         self.declared: dict[str, list[str]] = {}
         self.plans: dict[str, dict[str, Any]] = {}  # record -> {"count":, "rows":}
         self.row_where: dict[int, dict[Any, Any]] = {}  # id(clean row) -> the row as written
+        self.probes: list[dict[Any, Any]] = []  # dicts the loader made and placed in the file
 
     # -- problems -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from .._spec._fieldtypes import TYPE_HELP, _coerce, _expected, _parse_type
 from .._spec._types import WORLD_ATTRIBUTES, FieldSpec, RecordSpec
 from .._text._names import did_you_mean, one_of, plural
 from .._text._show import short_repr
-from ._base import _LoaderBase
+from ._nested import _NestedLoader, is_nested
 
 SERVICE_KEYS = ("records", "seed", "operations", "description")
 FIELD_KEYS = ("type", "default", "optional")
@@ -28,7 +28,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SERVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
-class _RecordsLoader(_LoaderBase):
+class _RecordsLoader(_NestedLoader):
     def service_records(self, services: dict[Any, Any], svc: Any, body: Any) -> None:
         if not _SERVICE.fullmatch(svc):
             self.at_key(
@@ -123,6 +123,8 @@ class _RecordsLoader(_LoaderBase):
                 "identifier such as 'status' or 'created_at'",
             )  # fmt: skip
             return None
+        if is_nested(decl):
+            return self.nested_field(rec, body, name, decl)
         where: tuple[Any, Any] = (body, name)
         options: dict[str, Any] = {}
         if isinstance(decl, dict):
@@ -174,30 +176,32 @@ class _RecordsLoader(_LoaderBase):
 
     def resolve_refs(self) -> None:
         qualified = {f"{r.service}.{r.name}": r.name for r in self.records.values()}
+
+        def resolve(f: FieldSpec) -> FieldSpec:
+            if f.kind == "ref" and f.ref is not None:
+                target = qualified.get(f.ref) or (f.ref if f.ref in self.records else None)
+                svc, dot, name = f.ref.rpartition(".")
+                if dot and f.ref not in qualified and name in self.records:
+                    owner = self.records[name].service
+                    self.doc.problem(
+                        self.pos(f.loc),
+                        f"'{f.raw}': record '{name}' belongs to service '{owner}', not "
+                        f"'{svc}'; expected ref[{owner}.{name}]",
+                    )
+                    target = name
+                elif target is None:
+                    hint = did_you_mean(f.ref, [*qualified, *self.records])
+                    self.doc.problem(
+                        self.pos(f.loc),
+                        f"'{f.raw}' refers to a record that does not exist; expected one "
+                        f"of {one_of(qualified)}{hint}",
+                    )
+                f = msgspec.structs.replace(f, ref=target)
+            return f
+
         for rec, spec in list(self.records.items()):
-            fields = []
-            for f in spec.fields:
-                if f.kind == "ref" and f.ref is not None:
-                    target = qualified.get(f.ref) or (f.ref if f.ref in self.records else None)
-                    svc, dot, name = f.ref.rpartition(".")
-                    if dot and f.ref not in qualified and name in self.records:
-                        owner = self.records[name].service
-                        self.doc.problem(
-                            self.pos(f.loc),
-                            f"'{f.raw}': record '{name}' belongs to service '{owner}', not "
-                            f"'{svc}'; expected ref[{owner}.{name}]",
-                        )
-                        target = name
-                    elif target is None:
-                        hint = did_you_mean(f.ref, [*qualified, *self.records])
-                        self.doc.problem(
-                            self.pos(f.loc),
-                            f"'{f.raw}' refers to a record that does not exist; expected one "
-                            f"of {one_of(qualified)}{hint}",
-                        )
-                    f = msgspec.structs.replace(f, ref=target)
-                fields.append(f)
-            self.records[rec] = msgspec.structs.replace(spec, fields=tuple(fields))
+            fields = tuple(self.resolve_nested(f, resolve) for f in spec.fields)
+            self.records[rec] = msgspec.structs.replace(spec, fields=fields)
 
     def accessors(self) -> dict[str, str]:
         accessors: dict[str, str] = {}

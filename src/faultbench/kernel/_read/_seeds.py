@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._spec._fieldtypes import _coerce, _expected
+from .._spec._nested import NestedError, conform, ref_targets
 from .._spec._rows import plan_ids
 from .._spec._types import SeedPlan
 from .._text._keys import id_order
@@ -144,6 +145,15 @@ class _SeedLoader(_LoaderBase):
                             row, name, f"invalid id {short_repr(raw)}; expected text or a number"
                         )
                     continue
+                if field.nested and raw is not None:
+                    try:
+                        clean[name] = conform(field, raw, name)
+                    except NestedError as exc:
+                        self.at_value(
+                            row, name,
+                            f"invalid value for {rec}.{exc.path}: {exc.message}",
+                        )  # fmt: skip
+                    continue
                 ok, coerced = _coerce(field, raw)
                 if not ok:
                     self.at_value(
@@ -166,6 +176,9 @@ class _SeedLoader(_LoaderBase):
         for rec, spec in self.records.items():
             plan = self.plans.get(rec, {"count": 0, "rows": []})
             for field in spec.fields:
+                if field.nested:
+                    self.nested_seed_refs(rec, field, plan["rows"], ids)
+                    continue
                 if field.kind != "ref" or field.ref is None or field.ref not in self.records:
                     continue
                 target = ids.get(field.ref, set())
@@ -191,3 +204,16 @@ class _SeedLoader(_LoaderBase):
                         f"expected seed: {{{field.ref}: N}} under services.{owner}, or an "
                         f"optional field ({field.raw}?)",
                     )
+
+    def nested_seed_refs(
+        self, rec: str, field: Any, rows: list[dict[str, Any]], ids: dict[str, set[str]]
+    ) -> None:
+        """Refs inside a list or an object of explicit rows name seeded ids, too."""
+        for row in rows:
+            for path, target, value in ref_targets(field, row.get(field.name)):
+                if target in self.records and value not in ids.get(target, set()):
+                    self.at_value(
+                        self.row_where[id(row)], field.name,
+                        f"{rec}.{path} {short_repr(value)} is not the id of any seeded "
+                        f"'{target}'; expected one of its ids",
+                    )  # fmt: skip

@@ -46,16 +46,22 @@ Position = tuple[int, int]  # 1-based line, column
 # values are built. Rewriting inside quotes or comments is harmless for the same reason.
 # ---------------------------------------------------------------------------------------------
 
-_TYPE_BRACKETS = re.compile(r"\b(?:enum|ref)\[[^\[\]\n]*\]")
+_TYPE_BRACKETS = re.compile(r"\b(?:enum|ref|list)\[[^\[\]\n]*\]")
 _HIDE = str.maketrans({"[": "\ue000", "]": "\ue001", ",": "\ue002"})
 _SHOW = str.maketrans({"\ue000": "[", "\ue001": "]", "\ue002": ","})
 _HIDDEN = re.compile("[\ue000-\ue002]")
 
 
 def _hide_type_brackets(text: str) -> tuple[str, bool]:
-    if ("enum[" not in text and "ref[" not in text) or _HIDDEN.search(text):
+    if ("enum[" not in text and "ref[" not in text and "list[" not in text) or _HIDDEN.search(text):
         return text, False
-    return _TYPE_BRACKETS.sub(lambda m: m.group(0).translate(_HIDE), text), True
+    # innermost first: `list[ref[x]]` hides `ref[x]`, then the `list[...]` around it
+    for _ in range(8):
+        hidden = _TYPE_BRACKETS.sub(lambda m: m.group(0).translate(_HIDE), text)
+        if hidden == text:
+            break
+        text = hidden
+    return text, True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,6 +169,13 @@ class Document:
     def value_at(self, container: Any, key: Any) -> Position:
         pos = self._where.get(id(container), {}).get(key)
         return (pos[2], pos[3]) if pos else self.at(container)
+
+    def place_like(self, container: Any, key: Any, like: Any, like_key: Any) -> None:
+        """Record `container[key]` (a dict the loader made) as written where `like[like_key]`
+        was, so problems found in it point into the file."""
+        pos = self._where.get(id(like), {}).get(like_key)
+        if pos is not None:
+            self._where.setdefault(id(container), {})[key] = pos
 
     def at(self, container: Any) -> Position:
         """Where a dict or list of the document starts; (1, 1) if it is not from the file."""

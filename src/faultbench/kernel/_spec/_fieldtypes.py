@@ -16,6 +16,7 @@ from typing import Any
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from .._text._utc import to_utc
+from ._nested import NestedError, conform, describe
 from ._schema import INT_MAX, INT_MIN
 from ._types import FieldSpec
 
@@ -41,7 +42,10 @@ def _parse_type(raw: str) -> tuple[str, tuple[str, ...], str | None, bool]:
         if m and hint:
             hint = hint.replace("'?", f"[{m.group(2)}]'?")
         elif head in ("list", "dict", "array", "object", "json"):
-            hint = "; records are flat: use a record of its own with a ref, or text"
+            hint = (
+                "; for nested values use list[T], {object: {name: type, ...}} or "
+                "{list: {object: {...}}}"
+            )
         raise ValueError(f"unknown field type {short_repr(raw)}; {TYPE_HELP}{hint}")
     head, inner = m.group(1), m.group(2)
     if head == "enum":
@@ -84,6 +88,11 @@ def _coerce(field: FieldSpec, value: Any) -> tuple[bool, Any]:
     if value is None:
         return field.optional, None
     kind = field.kind
+    if kind == "list" or kind == "object":
+        try:
+            return True, conform(field, value, field.name)
+        except NestedError:
+            return False, value
     if kind == "str":
         return isinstance(value, str), value
     if kind in ("int", "float", "ref") and isinstance(value, bool):
@@ -114,6 +123,8 @@ def _coerce(field: FieldSpec, value: Any) -> tuple[bool, Any]:
 
 
 def _expected(field: FieldSpec) -> str:
+    if field.nested:
+        return describe(field)
     if field.kind == "enum":
         return f"one of {one_of(field.choices)}"
     if field.kind == "ref":

@@ -115,7 +115,19 @@ def _generator(
     seed: int,
     ids: Mapping[str, list[str]],
 ) -> Callable[[], Any]:
-    rng = _rng(seed, record.name, field.name)
+    return _optional(spec, record, field, _rng(seed, record.name, field.name), ids)
+
+
+def _optional(
+    spec: WorldSpec,
+    record: RecordSpec,
+    field: FieldSpec,
+    rng: random.Random,
+    ids: Mapping[str, list[str]],
+) -> Callable[[], Any]:
+    if field.has_default:  # inside an object: a create that leaves it out
+        default = field.default
+        return lambda: default
     gen = _base_generator(spec, record, field, rng, ids)
     if not field.optional or gen is _none:
         return gen
@@ -135,6 +147,8 @@ def _base_generator(
     ids: Mapping[str, list[str]],
 ) -> Callable[[], Any]:
     kind = field.kind
+    if kind == "list" or kind == "object":
+        return _nested_generator(spec, record, field, rng, ids)
     if kind == "ref":
         targets = ids.get(field.ref or "", [])
         if not targets:
@@ -158,6 +172,31 @@ def _base_generator(
     if kind == "float":
         return _float_generator(field.name.lower(), words, rng)
     return _str_generator(spec, record.name.lower(), field.name.lower(), words, rng, ids)
+
+
+def _nested_generator(
+    spec: WorldSpec,
+    record: RecordSpec,
+    field: FieldSpec,
+    rng: random.Random,
+    ids: Mapping[str, list[str]],
+) -> Callable[[], Any]:
+    """A list of one to three items, or an object of its fields; each part draws from its
+    own generator, seeded from this field's, so the values stay a function of the seed."""
+
+    def sub(g: FieldSpec) -> Callable[[], Any]:
+        return _optional(spec, record, g, _Rng(rng.getrandbits(64)), ids)
+
+    if field.kind == "object":
+        gens = [(g.name, sub(g)) for g in field.fields]
+        return lambda: {name: gen() for name, gen in gens}
+    assert field.item is not None
+    item = field.item
+    if item.kind == "ref" and not ids.get(item.ref or ""):
+        return list  # nothing to point at: empty lists
+    gen = sub(item)
+    randrange = rng.randrange
+    return lambda: [gen() for _ in range(randrange(1, 4))]
 
 
 _MONEY = frozenset(

@@ -20,6 +20,9 @@ import msgspec
 from .._errors import InvalidArguments
 from .._text._names import closest
 from .._text._show import SHOW_MAX, show_name, show_value
+from ._nested import INT_MAX as INT_MAX
+from ._nested import INT_MIN as INT_MIN
+from ._nested import NestedError, conform, describe, json_schema
 from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
 # --- how kinds read in messages and schemas ------------------------------------------------
@@ -60,12 +63,11 @@ def describe_kind(kind: str, choices: tuple[str, ...] = (), nullable: bool = Fal
 
 
 def describe_field(f: FieldSpec) -> str:
+    if f.nested:
+        return describe(f)
     return describe_kind(f.kind, f.choices, f.optional)
 
 
-#: Integers a record or an argument may hold: a signed 64-bit range, as real services (and
-#: every JSON reader of an event log) can store; Python's unbounded ints would not round-trip.
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 _INT_RANGE = f"an integer from {INT_MIN} to {INT_MAX}"
 _FINITE = "a finite number"
 
@@ -83,9 +85,18 @@ class Arg(msgspec.Struct, frozen=True):
     #: the value an omitted argument takes (JSON Schema `default`), if it has one
     has_default: bool = False
     default: Any = None
+    #: a nested field's spec (kind "list" / "object"): checked by `_nested.conform`
+    field: FieldSpec | None = None
+    #: objects may leave fields out (an update merges them into the current value)
+    partial: bool = False
 
 
-def _field_arg(f: FieldSpec, *, required: bool, nullable: bool, text: str) -> Arg:
+def _field_arg(
+    f: FieldSpec, *, required: bool, nullable: bool, text: str, partial: bool = False
+) -> Arg:
+    if f.nested:
+        f = msgspec.structs.replace(f, optional=nullable)
+        return Arg(f.name, f.kind, required, (), nullable, text, field=f, partial=partial)
     return Arg(f.name, f.kind, required, f.choices, nullable, text)
 
 
@@ -158,7 +169,8 @@ def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Ar
                 text = _about(f, rspec) + "; omit to keep the current value"
                 if f.optional:
                     text += ", null to clear it"
-                out.append(_field_arg(f, required=False, nullable=f.optional, text=text))
+                arg = _field_arg(f, required=False, nullable=f.optional, text=text, partial=True)
+                out.append(arg)
         return out
     raise AssertionError(f"unknown operation kind {op.kind!r}")
 
@@ -240,6 +252,14 @@ def _a(noun: str) -> str:
 
 def arg_schema(a: Arg) -> dict[str, Any]:
     s: dict[str, Any] = {}
+    if a.field is not None:
+        s = json_schema(a.field, partial=a.partial)
+        s.pop("default", None)
+        if a.description:
+            s["description"] = a.description
+        if a.has_default:
+            s["default"] = msgspec.to_builtins(a.default)
+        return s
     jtype = _JSON_TYPE.get(a.kind)
     if jtype is not None:
         s["type"] = [jtype, "null"] if a.nullable else jtype
@@ -272,6 +292,8 @@ _FINITE_FLOAT = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.flo
 
 
 def _py_type(a: Arg) -> Any:
+    if a.field is not None:
+        return Any  # checked after conversion, with a JSON path (`_nested.conform`)
     if a.kind == "enum":
         t: Any = Literal[a.choices]
     else:
@@ -300,7 +322,7 @@ class Validator:
     """Checks one tool's arguments; `validate(args)` returns the cleaned values (only those
     given) or raises `InvalidArguments` with the message the agent sees."""
 
-    __slots__ = ("_args", "_fields", "_type", "tool")
+    __slots__ = ("_args", "_fields", "_nested", "_type", "tool")
 
     def __init__(self, tool: str, args: list[Arg]):
         self.tool = tool
@@ -312,6 +334,7 @@ class Validator:
             else:
                 fields.append((a.name, _py_type(a) | msgspec.UnsetType, msgspec.UNSET))
         self._fields = tuple(a.name for a in args)
+        self._nested = tuple((a.name, a.field, a.partial) for a in args if a.field is not None)
         self._type = msgspec.defstruct(
             f"{tool}_args", fields, forbid_unknown_fields=True, frozen=True
         )
@@ -334,6 +357,14 @@ class Validator:
             v = getattr(obj, name)
             if v is not msgspec.UNSET:
                 out[name] = v
+        for name, field, partial in self._nested:
+            if name in out:
+                try:
+                    out[name] = conform(field, out[name], name, partial=partial)
+                except NestedError as exc:
+                    raise InvalidArguments(
+                        f"invalid arguments for {self.tool}: `{exc.path}`: {exc.message}"
+                    ) from None
         return out
 
     def not_unicode(self) -> str:

@@ -15,7 +15,7 @@ import msgspec
 from .._errors import Location
 from .._faults._types import FaultRule
 
-FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref"]
+FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref", "list", "object"]
 OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
 
 
@@ -30,6 +30,24 @@ class FieldSpec(msgspec.Struct, frozen=True):
     ref: str | None = None  # referenced record name (resolved; records are world-unique)
     raw: str = ""  # the type as written, e.g. "enum[placed, delivered]"
     loc: Location | None = None
+    #: kind "list": the type of its items (named like the list); kind "object": its fields
+    item: FieldSpec | None = None
+    fields: tuple[FieldSpec, ...] = ()
+
+    @property
+    def nested(self) -> bool:
+        """A list or an object: its values are containers, checked by `_nested.py`."""
+        return self.kind == "list" or self.kind == "object"
+
+    def written(self) -> str:
+        """The type in one line, nested parts spelled out: `list[{amount: int, note: str?}]`."""
+        if self.kind == "object":
+            text = "{" + ", ".join(f"{g.name}: {g.written()}" for g in self.fields) + "}"
+        elif self.kind == "list" and self.item is not None:
+            text = f"list[{self.item.written()}]"
+        else:
+            text = self.raw.strip().removesuffix("?").rstrip() or self.kind
+        return text + "?" if self.optional else text
 
 
 class RecordSpec(msgspec.Struct, frozen=True):

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._errors import RecordError, RecordNotFound
+from .._spec._nested import NestedError, conform, merge
 from .._spec._schema import INT_MAX, INT_MIN, describe_field
 from .._text._keys import id_order
 from .._text._names import did_you_mean
@@ -52,7 +53,7 @@ class Record(Mapping[str, Any]):
         if key in ("_data", "_name"):  # not set yet (copy/pickle protocols)
             raise AttributeError(key)
         try:
-            return self._data[key]
+            return _nested_view(self._name, key, self._data[key])
         except KeyError:
             raise AttributeError(
                 f"{self._name} has no field {key!r}; fields: {', '.join(self._data)}."
@@ -66,7 +67,7 @@ class Record(Mapping[str, Any]):
         )
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return _nested_view(self._name, key, self._data[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -98,6 +99,16 @@ class Record(Mapping[str, Any]):
         return (Record, (self._name, dict(self._data)))
 
 
+def _nested_view(name: str, key: str, value: Any) -> Any:
+    """A nested field's value as code reads it: objects as read-only `Record`s (so
+    `customer.address.city` works), lists as fresh lists of such views."""
+    if type(value) is dict:
+        return Record(f"{name}.{key}", value)
+    if type(value) is list:
+        return [_nested_view(name, f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return value
+
+
 # --- value checking ----------------------------------------------------------------------------
 
 
@@ -105,6 +116,11 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
     """`value` normalized for field `f` (ints widen to float, datetimes move to UTC), or a
     `RecordError` naming the field, the expected type and the received value."""
     kind = f.kind
+    if kind == "list" or kind == "object":
+        try:
+            return conform(f, value, f.name, text_dates=False)
+        except NestedError as exc:
+            raise RecordError(f"{table}.{exc}") from None
     want = None  # what the error says is expected, when the plain type name would mislead
     if value is None:
         if f.optional:
@@ -351,6 +367,8 @@ class Table:
                     f"{self.name}.id cannot change (from {rid!r} to {value!r}); "
                     "delete the record and insert a new one instead."
                 )
+            if f.kind == "object":
+                value = merge(f, old[key], value)  # a field-level merge (see _nested.py)
             value = check_value(self.name, f, value)
             if old[key] != value or type(old[key]) is not type(value):
                 changes[key] = value

@@ -21,7 +21,8 @@ import msgspec
 from .._errors import ReplayError
 from .._spec._code import tools_problem
 from .._spec._fieldtypes import _coerce
-from .._spec._types import WorldSpec
+from .._spec._nested import from_json, has_datetime
+from .._spec._types import FieldSpec, WorldSpec
 from .._store._book import Book
 from .._store._events import (
     ClockAdvanced,
@@ -62,6 +63,14 @@ class _Coercer:
             name: frozenset(f.name for f in r.fields if f.kind == "datetime")
             for name, r in spec.records.items()
         }
+        #: nested fields holding datetimes somewhere inside, by table
+        self._deep: dict[str, dict[str, FieldSpec]] = {
+            name: {f.name: f for f in r.fields if f.nested and has_datetime(f)}
+            for name, r in spec.records.items()
+        }
+        for name, deep in self._deep.items():
+            if deep:
+                self._dt = {**self._dt, name: self._dt[name] | frozenset(deep)}
         # JSON Lines sort keys (deterministic bytes); records go back to file field order.
         self._order: dict[str, tuple[str, ...]] = {
             name: tuple(f.name for f in r.fields) for name, r in spec.records.items()
@@ -72,9 +81,14 @@ class _Coercer:
         if not names:
             return None
         changed = None
+        deep = self._deep[table]
         for name in names:
             v = values.get(name)
-            if isinstance(v, str):
+            if name in deep and v is not None:
+                if changed is None:
+                    changed = dict(values)
+                changed[name] = from_json(deep[name], v)
+            elif isinstance(v, str):
                 if changed is None:
                     changed = dict(values)
                 changed[name] = _to_datetime(v)
