@@ -423,3 +423,22 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
     assert ops["post_charges_charge_capture"]["kind"] == "custom"
     assert ops["get_charges_search"]["page"]["style"] == "cursor"  # a page token
     assert data["auth"]["principals"] == {"basicAuth": {"scopes": []}, "bearerAuth": {"scopes": []}}
+
+
+def test_petstore_pets_keep_their_nested_category_and_tags(tmp_path):
+    world_file, _ = _import(tmp_path, corpus("swagger_petstore_v3.yaml"))
+    world = load_world(checkable(world_file))
+    pet = {
+        "name": "Rex",
+        "photoUrls": ["https://example.com/rex.png"],
+        "category": {"id": 1, "name": "dogs"},
+        "tags": [{"id": 7, "name": "good"}],
+        "status": "available",
+    }
+    made = world.call("create_pet", pet)
+    assert made.ok, made.error
+    got = world.call("get_pet", {"id": made.value["id"]}).value
+    assert got["category"] == {"id": 1, "name": "dogs"}
+    assert got["tags"] == [{"id": 7, "name": "good"}]
+    bad = world.call("create_pet", {**pet, "tags": [{"id": "seven"}]})
+    assert not bad.ok
