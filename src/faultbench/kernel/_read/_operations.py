@@ -17,7 +17,11 @@ from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._base import _LoaderBase
 
-OPERATION_KEYS = ("kind", "record", "filter", "handler", "description")
+OPERATION_KEYS = ("kind", "record", "filter", "handler", "description", "input_schema")
+_JSON_KINDS = {
+    "string": "str", "integer": "int", "number": "float", "boolean": "bool",
+    "array": "list", "object": "dict",
+}  # fmt: skip
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -93,6 +97,7 @@ class _OperationsLoader(_LoaderBase):
         handler = decl.get("handler")
         description = self.text(decl, "description", "description")
         params: tuple[ParamSpec, ...] = ()
+        schema = self.op_input_schema(tool, kind, decl)
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -105,7 +110,7 @@ class _OperationsLoader(_LoaderBase):
             else:
                 try:
                     func = resolve_handler(handler, self.base_dir)
-                    params = handler_params(func)
+                    params = handler_params(func) if schema is None else schema_params(schema)
                 except HandlerProblem as exc:
                     self.at_value(decl, "handler", f"handler '{handler}': {exc}")
                 else:
@@ -122,7 +127,41 @@ class _OperationsLoader(_LoaderBase):
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
+            input_schema=schema,
         )  # fmt: skip
+
+    def op_input_schema(
+        self, tool: str, kind: str, decl: dict[Any, Any]
+    ) -> dict[str, Any] | None:
+        """`input_schema:`, a custom tool's JSON Schema given verbatim (its handler then
+        takes the arguments as `**args`), as plain JSON data."""
+        if "input_schema" not in decl:
+            return None
+        value = decl["input_schema"]
+        if kind != "custom":
+            self.at_key(
+                decl, "input_schema",
+                f"'input_schema' is only for kind: custom (this operation is kind: {kind}); "
+                "remove it",
+            )  # fmt: skip
+            return None
+        props = value.get("properties", {}) if isinstance(value, dict) else None
+        if (
+            not isinstance(value, dict)
+            or value.get("type", "object") != "object"
+            or not isinstance(props, dict)
+            or not all(isinstance(p, dict) for p in props.values())
+        ):
+            self.at_value(
+                decl, "input_schema",
+                f"input_schema of '{tool}' must be a JSON Schema of an object; expected e.g. "
+                "{type: object, properties: {city: {type: string}}, required: [city]}",
+            )  # fmt: skip
+            return None
+        plain: dict[str, Any] = _plain(value)
+        return plain
+
+
 
     def op_record(
         self, tool: str, kind: str, ops: dict[Any, Any], decl: dict[Any, Any]
@@ -189,3 +228,37 @@ class _OperationsLoader(_LoaderBase):
                     f"of {one_of(names)}{did_you_mean(item, names)}",
                 )  # fmt: skip
         return tuple(dict.fromkeys(value))
+
+
+def _plain(value: Any) -> Any:
+    """YAML data as plain JSON types (what a tool listing sends)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def schema_params(schema: dict[str, Any]) -> tuple[ParamSpec, ...]:
+    """A custom tool's arguments from its `input_schema:`: each top-level property typed by
+    its JSON type (an enum of strings as an enum; several types, or none, as any value)."""
+    required = set(schema.get("required") or ())
+    out = []
+    for name, prop in (schema.get("properties") or {}).items():
+        types = prop.get("type")
+        listed = [types] if isinstance(types, str) else list(types or [])
+        nullable = "null" in listed
+        listed = [t for t in listed if t != "null"]
+        enum = prop.get("enum")
+        kind = _JSON_KINDS.get(listed[0], "any") if len(listed) == 1 else "any"
+        choices: tuple[str, ...] = ()
+        if isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum):
+            kind, choices = "enum", tuple(dict.fromkeys(enum))
+        out.append(
+            ParamSpec(
+                name, kind, required=name in required,  # type: ignore[arg-type]  # a ParamSpec kind: _JSON_KINDS holds only those
+                choices=choices, nullable=nullable or name not in required,
+                description=str(prop.get("description") or ""),
+            )  # fmt: skip
+        )
+    return tuple(out)

@@ -86,6 +86,9 @@ class OperationSpec(msgspec.Struct, frozen=True):
     description: str | None = None  # from the file, else the handler's docstring
     params: tuple[ParamSpec, ...] = ()  # custom operations only
     loc: Location | None = None
+    #: `input_schema:` as written (custom operations only): the tool's JSON Schema, shown to
+    #: agents verbatim (an imported MCP server's tool); `params` are read from it
+    input_schema: dict[str, Any] | None = None
 
     @property
     def qualname(self) -> str:
