@@ -1,5 +1,6 @@
 """`faultbench import openapi SPEC [-o WORLD] [--tags ...] [--paths ...] [--json]`: a world
-file from an OpenAPI 3.0/3.1 document (docs/IMPORT.md).
+file from an OpenAPI 3.0/3.1 document; `faultbench import mcp [-o WORLD] [--record] -- COMMAND
+ARGS...` (or `--url URL`): one from a live MCP server's tools (docs/IMPORT.md).
 
 With `-o world.yaml` the world is written there and, when some operations are custom, their
 generated handlers beside it as `world_handlers.py`; without it the world goes to standard
@@ -14,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-HELP = "make a world file from an OpenAPI document (faultbench import openapi SPEC -o WORLD)"
+HELP = "make a world file from an OpenAPI document or a live MCP server (import openapi|mcp)"
 
 
 def _words(values: list[str] | None) -> list[str]:
@@ -37,9 +38,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     oa.add_argument(
         "--json", action="store_true", help="print the coverage report as JSON on stdout"
     )
+    mc = sub.add_parser(
+        "mcp", help="a live MCP server: faultbench import mcp -o WORLD -- COMMAND ARGS..."
+    )
+    mc.add_argument("-o", "--output", metavar="WORLD", help="write the world file here")
+    mc.add_argument("--url", help="a streamable HTTP server's URL (instead of a command)")
+    mc.add_argument(
+        "--record", action="store_true",
+        help="call each tool once and answer what the server answered",
+    )  # fmt: skip
+    mc.add_argument(
+        "--call", action="append", metavar="TOOL=JSON", default=[],
+        help="the arguments --record calls TOOL with (default: the smallest its schema accepts)",
+    )  # fmt: skip
+    mc.add_argument("--timeout", type=float, default=30, help="seconds to wait for the server")
+    mc.add_argument("--json", action="store_true", help="print the import report as JSON")
+    mc.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.source == "mcp":
+        return _run_mcp(args)
     try:
         from faultbench.importers import ImportProblem, import_openapi
     except ModuleNotFoundError as exc:  # pragma: no cover - referencing comes with mcp
@@ -96,4 +115,57 @@ def run(args: argparse.Namespace) -> int:
         f"({ops['crud']} CRUD, {ops['custom']} custom), {ops['skipped']} operations skipped",
         file=sys.stderr,
     )
+    return 0
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    from faultbench.importers import import_mcp
+
+    command = list(args.server_command or [])
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if bool(command) == bool(args.url):
+        print(
+            "expected a server: faultbench import mcp -o WORLD -- COMMAND ARGS..., or --url URL",
+            file=sys.stderr,
+        )
+        return 2
+    calls: dict[str, dict[str, object]] = {}
+    for item in args.call:
+        tool, eq, text = item.partition("=")
+        try:
+            value = json.loads(text) if eq else None
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            print(f"--call {item}: expected TOOL=JSON with a JSON object", file=sys.stderr)
+            return 2
+        calls[tool] = value
+    out = Path(args.output) if args.output else None
+    module = f"{out.stem}_handlers" if out is not None else "imported_handlers"
+    try:
+        imported = import_mcp(
+            args.url or command, record=args.record, arguments=calls,
+            handlers_module=module, timeout=args.timeout,
+        )  # fmt: skip
+    except Exception as exc:  # the server's own failure (cannot start, not MCP): one line
+        print(f"cannot read the server's tools: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if out is None:
+        sys.stdout.write(imported.world)
+        print(f"note: the handlers module {module}.py is written only with -o", file=sys.stderr)
+        return 0
+    out.write_text(imported.world, encoding="utf-8")
+    handlers = out.with_name(f"{imported.handlers_module}.py")
+    handlers.write_text(imported.handlers, encoding="utf-8")
+    if args.json:
+        sys.stdout.write(json.dumps(imported.report, indent=2) + "\n")
+    r = imported.report
+    print(
+        f"wrote {out} and {handlers}: {r['tools']} tools ({r['crud']} in CRUD families over "
+        f"{len(r['records'])} records, {r['custom']} custom, {len(r['recorded'])} recorded)",
+        file=sys.stderr,
+    )
+    for note in r["notes"]:
+        print(f"note: {note}", file=sys.stderr)
     return 0

@@ -8,6 +8,7 @@ on first use. Install them with `pip install 'faultbench[import]'`.
 
 from __future__ import annotations
 
+from ._mcp import import_mcp
 from ._openapi_import import ImportedWorld, ImportProblem, import_openapi
 
-__all__ = ["ImportProblem", "ImportedWorld", "import_openapi"]
+__all__ = ["ImportProblem", "ImportedWorld", "import_mcp", "import_openapi"]

@@ -18,7 +18,7 @@ from .._text._show import short_repr
 from ._base import _LoaderBase
 
 OPERATION_KEYS = ("kind", "record", "filter", "handler", "description", "input_schema")
-_JSON_KINDS = {
+_JSON_KINDS: dict[str, str] = {
     "string": "str", "integer": "int", "number": "float", "boolean": "bool",
     "array": "list", "object": "dict",
 }  # fmt: skip
@@ -130,9 +130,7 @@ class _OperationsLoader(_LoaderBase):
             input_schema=schema,
         )  # fmt: skip
 
-    def op_input_schema(
-        self, tool: str, kind: str, decl: dict[Any, Any]
-    ) -> dict[str, Any] | None:
+    def op_input_schema(self, tool: str, kind: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`input_schema:`, a custom tool's JSON Schema given verbatim (its handler then
         takes the arguments as `**args`), as plain JSON data."""
         if "input_schema" not in decl:
@@ -160,8 +158,6 @@ class _OperationsLoader(_LoaderBase):
             return None
         plain: dict[str, Any] = _plain(value)
         return plain
-
-
 
     def op_record(
         self, tool: str, kind: str, ops: dict[Any, Any], decl: dict[Any, Any]
@@ -254,11 +250,13 @@ def schema_params(schema: dict[str, Any]) -> tuple[ParamSpec, ...]:
         choices: tuple[str, ...] = ()
         if isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum):
             kind, choices = "enum", tuple(dict.fromkeys(enum))
-        out.append(
-            ParamSpec(
-                name, kind, required=name in required,  # type: ignore[arg-type]  # a ParamSpec kind: _JSON_KINDS holds only those
-                choices=choices, nullable=nullable or name not in required,
-                description=str(prop.get("description") or ""),
-            )  # fmt: skip
+        param = ParamSpec(
+            name,
+            kind,  # type: ignore[arg-type]  # a ParamSpec kind: _JSON_KINDS holds only those
+            required=name in required,
+            choices=choices,
+            nullable=nullable or name not in required,
+            description=str(prop.get("description") or ""),
         )
+        out.append(param)
     return tuple(out)
