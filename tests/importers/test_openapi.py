@@ -313,6 +313,7 @@ def test_petstore_pets_orders_and_users_with_nested_fields_and_oauth_scopes(tmp_
     assert ops["list_pets"] | {"description": ""} == {
         "kind": "list", "record": "pet", "filter": ["status"],
         "scopes": ["write:pets", "read:pets"], "description": "",
+        "http": {"method": "GET", "path": "/pet/findByStatus"},
     }  # fmt: skip
     assert ops["delete_pet"]["kind"] == "delete"
     assert ops["upload_file"]["kind"] == "custom"  # answers an ApiResponse, not a pet
@@ -414,6 +415,11 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
     assert lc["filter"]["created"] == ["gt", "gte", "lt", "lte", "eq"]
     assert lc["filter"]["customer"] == ["eq"]
     assert lc["page"] == {"style": "cursor", "size": 10, "max_size": 100}
+    # the REST answer `faultbench serve --rest` gives: the rows under `data`, in Stripe's list
+    assert lc["http"] == {
+        "method": "GET", "path": "/v1/charges", "items": "data",
+        "envelope": {"has_more": False, "object": "list", "url": ""},
+    }  # fmt: skip
     assert ops["create_refund"]["kind"] == "create"
     assert ops["get_customer"]["kind"] == "get"  # anyOf [customer, deleted_customer]
     assert ops["delete_customer"] == ops["delete_customer"] | {

@@ -104,6 +104,14 @@ def _operation_body(op: Operation, handlers: str) -> dict[str, Any]:
         body["scopes"] = op.scopes
     if op.idempotency_key:
         body["idempotency"] = {"key": op.idempotency_key, "window": "24h"}
+    http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
+    if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
+        http["status"] = int(op.status)
+    if op.items:
+        http["items"] = op.items
+    if op.envelope:
+        http["envelope"] = op.envelope
+    body["http"] = http
     if op.description:
         body["description"] = op.description
     return body

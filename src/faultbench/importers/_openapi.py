@@ -79,6 +79,8 @@ class Operation:
     params: list[Param] = field(default_factory=list)
     answer: Any = None
     status: str | None = None
+    items: str | None = None  # a list answer's envelope key for its rows
+    envelope: dict[str, Any] | None = None  # the rest of that answer
 
 
 @dataclass
@@ -172,6 +174,21 @@ class _Mapper:
             if k.lower() in _ENVELOPE or len(arrays) == 1:
                 return self.named(arrays[k].get("items"))
         return None
+
+    def envelope(self, node: Any) -> tuple[str | None, dict[str, Any] | None]:
+        """(the key of a list answer's rows, the smallest rest of that answer), or (None,
+        None) for an answer that is the array itself."""
+        schema, _ = self.doc.deref(node)
+        if schema.get("type") == "array" or "items" in schema:
+            return None, None
+        props = FieldTypes(self.doc, {}).properties(schema)[0]
+        arrays = [k for k, v in props.items() if "items" in self.doc.deref(v)[0]]
+        key = next((k for k in arrays if k.lower() in _ENVELOPE), arrays[0] if arrays else None)
+        rest = answer(self.doc, schema)
+        if not isinstance(rest, dict) or key is None:
+            return key, None
+        rest.pop(key, None)
+        return key, rest
 
     # --- operations ---------------------------------------------------------------------
 
@@ -340,12 +357,13 @@ def _operation(
     for p in params:
         if p.get("in") == "header" and str(p["name"]).lower() == "idempotency-key":
             out.idempotency_key = "idempotency_key"
+    out.status, _node = m.doc.response(op)
     if kind == "list" and rec is not None:
         _list_options(m, records[rec], params, out)
+        out.items, out.envelope = m.envelope(_node)
     if kind == "custom":
         out.params = _custom_params(m, params, op)
-        out.status, node = m.doc.response(op)
-        out.answer = answer(m.doc, node) if node is not None else None
+        out.answer = answer(m.doc, _node) if _node is not None else None
     return out
 
 

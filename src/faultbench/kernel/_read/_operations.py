@@ -17,7 +17,12 @@ from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._base import _LoaderBase
 
-OPERATION_KEYS = ("kind", "record", "filter", "handler", "description", "input_schema")
+OPERATION_KEYS = (
+    "kind", "record", "filter", "handler", "description", "input_schema", "http",
+)  # fmt: skip
+HTTP_KEYS = ("method", "path", "status", "items", "envelope")
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_HTTP_PATH = re.compile(r"/[^\s?#]*")
 _JSON_KINDS: dict[str, str] = {
     "string": "str", "integer": "int", "number": "float", "boolean": "bool",
     "array": "list", "object": "dict",
@@ -98,6 +103,7 @@ class _OperationsLoader(_LoaderBase):
         description = self.text(decl, "description", "description")
         params: tuple[ParamSpec, ...] = ()
         schema = self.op_input_schema(tool, kind, decl)
+        http = self.op_http(tool, decl)
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -127,8 +133,45 @@ class _OperationsLoader(_LoaderBase):
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
-            input_schema=schema,
+            input_schema=schema, http=http,
         )  # fmt: skip
+
+    def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
+        """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the
+        envelope its rows go under, and `envelope:`, the rest of that answer)."""
+        if "http" not in decl:
+            return None
+        value = decl["http"]
+        example = "http: {method: GET, path: /v1/charges/{charge}}"
+        if not isinstance(value, dict):
+            self.at_value(decl, "http", f"http of '{tool}' must be a mapping; expected {example}")
+            return None
+        before = len(self.doc.problems)
+        self.unknown_keys(value, HTTP_KEYS, f"http of '{tool}'")
+        method, path = value.get("method"), value.get("path")
+        if method not in HTTP_METHODS:
+            self.at_key(
+                decl, "http",
+                f"http of '{tool}' has method {short_repr(method)}; expected one of "
+                f"{one_of(HTTP_METHODS)} ({example})",
+            )  # fmt: skip
+        if not isinstance(path, str) or not _HTTP_PATH.fullmatch(path):
+            self.at_key(
+                decl, "http",
+                f"http of '{tool}' has path {short_repr(path)}; expected a path starting "
+                f"with / and without a query ({example})",
+            )  # fmt: skip
+        status = value.get("status", 200)
+        if not isinstance(status, int) or isinstance(status, bool) or not 200 <= status < 300:
+            self.at_value(value, "status", "status must be a 2xx code such as 200 or 201")
+        if "items" in value and not isinstance(value["items"], str):
+            self.at_value(value, "items", "items must be the envelope key of a list's rows")
+        if "envelope" in value and not isinstance(value["envelope"], dict):
+            self.at_value(value, "envelope", "envelope must be a mapping (the list answer)")
+        if len(self.doc.problems) > before:
+            return None
+        plain: dict[str, Any] = _plain(value)
+        return plain
 
     def op_input_schema(self, tool: str, kind: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`input_schema:`, a custom tool's JSON Schema given verbatim (its handler then

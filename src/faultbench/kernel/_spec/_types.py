@@ -89,6 +89,9 @@ class OperationSpec(msgspec.Struct, frozen=True):
     #: `input_schema:` as written (custom operations only): the tool's JSON Schema, shown to
     #: agents verbatim (an imported MCP server's tool); `params` are read from it
     input_schema: dict[str, Any] | None = None
+    #: `http:` as written: the REST request this operation answers under `faultbench serve
+    #: --rest` (`method`, `path`; for lists `items` and `envelope`; `status`)
+    http: dict[str, Any] | None = None
 
     @property
     def qualname(self) -> str:
