@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
+from ._rest import rest_routes
 from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
 from ._server import SESSION_HEADER, WorldServer
 
@@ -121,8 +122,10 @@ def build_app(
     host: str = "127.0.0.1",
     token: str | None = None,
     journal: Journals | None = None,
+    rest: bool = False,
 ) -> ASGIApp:
-    """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`.
+    """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`, and
+    with `rest` the world's operations at their `http:` method and path (`_rest.py`).
 
     Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
     would be open to anyone who can reach the port.
@@ -142,7 +145,7 @@ def build_app(
         session_idle_timeout=SESSION_IDLE_S,
         security=security,
         host=host,
-        routes=control.routes(),
+        routes=[*control.routes(), *(rest_routes(server) if rest else [])],
     )
     if server.isolate:
         # Per-session worlds are freed when their session ends; only isolating servers pay
