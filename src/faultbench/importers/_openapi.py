@@ -289,7 +289,16 @@ def map_document(doc: Document, *, tags: Sequence[str] = (), paths: Sequence[str
     types = FieldTypes(doc, schema_records)
     records: dict[str, Record] = {}
     operations: list[Operation] = []
-    for (path, method, op, item), (kind, schema) in zip(chosen, kinds):
+    # Names go first to the shortest paths: `create_refund` is POST /v1/refunds, not
+    # POST /v1/charges/{charge}/refunds, wherever each stands in the document; the
+    # operations are then written in document order.
+    priority = sorted(
+        range(len(chosen)),
+        key=lambda i: (kinds[i][0] == "custom", chosen[i][0].count("/"), i),
+    )
+    made: dict[int, Operation] = {}
+    for index in priority:
+        (path, method, op, item), (kind, schema) = chosen[index], kinds[index]
         service = _service(op, path)
         rec = schema_records.get(schema) if schema is not None else None
         if rec is not None and rec not in records:
@@ -304,7 +313,8 @@ def map_document(doc: Document, *, tags: Sequence[str] = (), paths: Sequence[str
             records[rec] = Record(
                 rec, service, schema or "", fields, str(desc).strip() if desc else None
             )
-        operations.append(_operation(m, types, records, path, method, op, item, kind, rec, service))
+        made[index] = _operation(m, types, records, path, method, op, item, kind, rec, service)
+    operations.extend(made[i] for i in range(len(chosen)))
     _required_by_create(doc, records, operations, chosen)
     principals = _principals(doc, chosen, operations)
     return Mapping(

@@ -86,7 +86,9 @@ def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 def _types(schema: dict[str, Any]) -> tuple[list[str], bool]:
     raw = schema.get("type")
     types = [raw] if isinstance(raw, str) else list(raw or [])
-    return [t for t in types if t != "null"], "null" in types or ("enum" in schema and None in schema["enum"])
+    return [t for t in types if t != "null"], "null" in types or (
+        "enum" in schema and None in schema["enum"]
+    )
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> Any:
