@@ -280,3 +280,29 @@ def test_check_shows_only_the_faults_that_can_happen_to_each_tool(tmp_path):
         "http_429 1% (retry after 1s); not_found if newer than 1h; script: call 2 duplicate "
         "(1 extra)",
     ]
+
+
+def test_check_summarizes_auth_scopes_and_idempotency(tmp_path):
+    world = tmp_path / "desk.yaml"
+    world.write_text(
+        "auth:\n"
+        "  principals: { agent: { scopes: [tickets:write] }, bot: { scopes: [] } }\n"
+        "  token_ttl: 30m\n"
+        "services:\n"
+        "  desk:\n"
+        "    records: { ticket: { subject: str, version: version } }\n"
+        "    operations:\n"
+        "      open_ticket:\n"
+        "        { kind: create, record: ticket, scopes: [tickets:write],\n"
+        "          idempotency: { key: request_id, window: 2h } }\n"
+        "      edit_ticket: { kind: update, record: ticket }\n"
+    )
+    proc = faultbench("check", str(world))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "auth: 2 principals, tokens live 30m (tool refresh_token renews them)\n" in out
+    assert "  principal agent: tickets:write\n  principal bot: no scopes\n" in out
+    assert "  tool open_ticket(subject: str, id?: str, request_id?: str)" in out
+    assert "      needs scopes: tickets:write\n" in out
+    assert "      idempotent: key argument request_id, remembered 2h\n" in out
+    assert "  tool edit_ticket(id: str, subject?: str, expected_version?: int)" in out

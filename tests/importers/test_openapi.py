@@ -434,6 +434,7 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
 def test_petstore_pets_keep_their_nested_category_and_tags(tmp_path):
     world_file, _ = _import(tmp_path, corpus("swagger_petstore_v3.yaml"))
     world = load_world(checkable(world_file))
+    token = world.issue_token("petstore_auth") if world.spec.auth is not None else None
     pet = {
         "name": "Rex",
         "photoUrls": ["https://example.com/rex.png"],
@@ -441,10 +442,10 @@ def test_petstore_pets_keep_their_nested_category_and_tags(tmp_path):
         "tags": [{"id": 7, "name": "good"}],
         "status": "available",
     }
-    made = world.call("create_pet", pet)
+    made = world.call("create_pet", pet, token=token)
     assert made.ok, made.error
-    got = world.call("get_pet", {"id": made.value["id"]}).value
+    got = world.call("get_pet", {"id": made.value["id"]}, token=token).value
     assert got["category"] == {"id": 1, "name": "dogs"}
     assert got["tags"] == [{"id": 7, "name": "good"}]
-    bad = world.call("create_pet", {**pet, "tags": [{"id": "seven"}]})
+    bad = world.call("create_pet", {**pet, "tags": [{"id": "seven"}]}, token=token)
     assert not bad.ok

@@ -95,6 +95,7 @@ LOWLEVEL_NAMES = {
     "iso_time",
     "show_repr",
     "to_utc",
+    "token_expiry",
     "did_you_mean",
     "format_value",
     "format_event",

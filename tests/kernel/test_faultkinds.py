@@ -29,13 +29,22 @@ from faultbench.kernel._read._reader import load_spec, parse_faults, render_faul
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOP_PATH = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
-SHOP = load_spec(SHOP_PATH)
+#: the shop world plus an update operation, for the kinds that only happen to one (conflict)
+SHOP = load_spec(
+    SHOP_PATH,
+    text=SHOP_PATH.read_text().replace(
+        "      get_customer: { kind: get, record: customer }\n",
+        "      get_customer: { kind: get, record: customer }\n"
+        "      update_customer: { kind: update, record: customer }\n",
+    ),
+)
 DOC = (ROOT / "docs" / "FAULTS.md").read_text()
 #: calls that succeed on the shop world without faults, one per operation kind a kind may need
 CALLS = {
     "get_order": {"id": "1"},
     "list_orders": {},
     "issue_refund": {"order_id": "1", "amount": 1.0},
+    "update_customer": {"id": "1", "city": "Lyon"},
 }
 BY_NAME = pytest.mark.parametrize("k", KINDS, ids=lambda k: k.name)
 
@@ -81,6 +90,7 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
     assert ERROR_KINDS == (
         "timeout", "timeout_before_commit", "http_500", "http_502", "http_503", "http_429",
         "not_found", "empty_result", "malformed_json", "stale_read", "duplicate",
+        "conflict", "token_expired", "revoked",
     )  # fmt: skip
     assert [k.name for k in KINDS if not k.configurable] == ["rate_limit"]
     assert {k.name for k in KINDS if EFFECTS[k.effect]} == FAILURE_KINDS

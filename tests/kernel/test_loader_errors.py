@@ -14,9 +14,11 @@ from faultbench.kernel.lowlevel import load_spec
 DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
 KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
-    "empty_result, malformed_json, stale_read or duplicate"
+    "empty_result, malformed_json, stale_read, duplicate, conflict, token_expired or revoked"
 )
-TYPES = "expected one of str, int, float, bool, datetime, enum[a, b] or ref[service.record]"
+TYPES = (
+    "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
+)
 
 
 def problems(tmp_path: Path, text: str, **modules: str) -> list[tuple[int, int, str]]:
@@ -125,7 +127,7 @@ def test_a_misspelled_services_key_is_reported_once(tmp_path):
         (
             1, 1,
             "unknown key 'servics' in the world file; expected one of name, seed, clock, "
-            "description, services or faults; did you mean 'services'?",
+            "description, services, faults or auth; did you mean 'services'?",
         ),
     ]  # fmt: skip
 
@@ -233,7 +235,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             1, 1,
             "unknown key 'nme' in the world file; expected one of name, seed, clock, "
-            "description, services or faults; did you mean 'name'?",
+            "description, services, faults or auth; did you mean 'name'?",
         ),
         (
             4, 5,
@@ -248,7 +250,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler or description; did you mean 'filter'?",
+            "filter, handler, description, idempotency or scopes; did you mean 'filter'?",
         ),
         (
             8, 14,

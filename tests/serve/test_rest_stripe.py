@@ -38,9 +38,11 @@ def stripe_world_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def client(stripe_world_file: Path) -> Any:
     world = load_world(stripe_world_file)
+    # the world's auth: block has a principal per security scheme; its token is the API key
+    api_key = world.issue_token("bearerAuth") if world.spec.auth is not None else "sk_test"
     with serve_in_thread(world, rest=True) as url:
         sdk = stripe.StripeClient(
-            "sk_test_faultbench",
+            api_key,
             base_addresses={"api": url.removesuffix("/mcp")},
             max_network_retries=0,
         )
@@ -63,6 +65,20 @@ def test_the_stripe_sdk_creates_charges_and_refunds_and_lists_them(client):
     assert emails == ["ada@example.com", *(f"user{i}@example.com" for i in range(4))]
     assert len(world.customers.all()) == 5
     assert sdk.v1.charges.retrieve(charge.id).amount == 5000
+
+
+def test_without_the_api_key_the_sdk_gets_a_401(stripe_world_file):
+    world = load_world(stripe_world_file)
+    if world.spec.auth is None:
+        pytest.skip("this tree's reader has no auth: yet (issue 21)")
+    with serve_in_thread(world, rest=True) as url:
+        sdk = stripe.StripeClient(
+            "sk_test_unknown", base_addresses={"api": url.removesuffix("/mcp")},
+            max_network_retries=0,
+        )  # fmt: skip
+        with pytest.raises(stripe.AuthenticationError) as info:
+            sdk.v1.customers.create({"email": "ada@example.com"})
+        assert info.value.http_status == 401
 
 
 def test_the_sdk_sees_a_timeout_after_commit_and_the_refund_is_there(client):

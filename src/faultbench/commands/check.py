@@ -71,6 +71,14 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
         f"({_n(total_rows, 'seed row')}), {_n(len(spec.operations), 'tool')}, "
         f"{_n(len(spec.faults), 'fault rule')}"
     )
+    if spec.auth is not None:
+        yield ""
+        yield (
+            f"auth: {_n(len(spec.auth.principals), 'principal')}, tokens live "
+            f"{_secs(spec.auth.token_ttl_s)} (tool refresh_token renews them)"
+        )
+        for name, scopes in spec.auth.principals.items():
+            yield f"  principal {name}: {', '.join(scopes) or 'no scopes'}"
     for service in spec.services:
         yield ""
         about = f": {service.description}" if service.description else ""
@@ -91,6 +99,13 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
             yield f"  tool {tool}({args})  [{op.kind}{target}{handler}]"
             if op.description:
                 yield f"      {op.description}"
+            if op.scopes:
+                yield f"      needs scopes: {', '.join(op.scopes)}"
+            if op.idempotency is not None:
+                idem = op.idempotency
+                yield (
+                    f"      idempotent: key argument {idem.key}, remembered {_secs(idem.window_s)}"
+                )
             # What the fault plan can actually do to this tool: kinds that cannot happen to
             # it left out, defaults (a timeout's 30s...) written out.
             yield f"      faults: {describe_rule(effective_rule(spec.faults, op))}"

@@ -95,6 +95,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: $FAULTBENCH_TOKEN). Required for a non-loopback --host",
     )
     parser.add_argument(
+        "--principal",
+        metavar="NAME",
+        default=None,
+        help="worlds with auth: act as principal NAME: over stdio every call does; with "
+        "--http an access token for NAME is printed to stderr on start, for clients to send as "
+        "'Authorization: Bearer TOKEN' (POST /faultbench/tokens issues more). Not --token, "
+        "which guards the whole server",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log one line per call to stderr"
     )
 
@@ -149,7 +158,10 @@ def run(args: argparse.Namespace) -> int:
 
     from faultbench.serve import Journals, build_server
 
-    server = build_server(world, isolate=args.isolate)
+    try:
+        server = build_server(world, isolate=args.isolate, principal=args.principal)
+    except ValueError as exc:  # --principal on a world without auth:, or unknown to it
+        return _usage(f"--principal: {exc}")
     sock = None
     if args.http:
         from faultbench.serve import ListenError, listen_socket
@@ -290,3 +302,10 @@ async def _serve_http(
             file=sys.stderr,
             flush=True,
         )
+        if server.token is not None:
+            print(
+                f"faultbench: access token for principal {server.principal!r} (send "
+                f"'Authorization: Bearer TOKEN' to /mcp): {server.token}",
+                file=sys.stderr,
+                flush=True,
+            )

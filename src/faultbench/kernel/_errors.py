@@ -15,7 +15,10 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   ├── InternalError       anything else went wrong running the call (a bug)
     │   ├── ClockOverflow       the call's latency or timeout would move the virtual clock
     │   │                       past the year 9999 (datetime's end)
-    │   └── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
+    │   ├── InjectedFault       a fault from the fault plan (timeout, http_500, ...)
+    │   ├── Conflict            409: a stale `expected_version`, or an idempotency key reused
+    │   │                       with other arguments
+    │   └── Unauthorized        401 / 403 in a world with `auth:` (kind says which)
     ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
     ├── FaultsDisabled          fault rules set on a world created with faults=False
     └── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
@@ -182,6 +185,19 @@ class ClockOverflow(ToolCallError, ValueError):
 
 class InjectedFault(ToolCallError):
     kind = "fault"
+
+
+class Conflict(ToolCallError):
+    """409 Conflict: the request contradicts the record's current version, or reuses an
+    idempotency key with other arguments (kind "idempotency_conflict")."""
+
+    kind = "conflict"
+
+
+class Unauthorized(ToolCallError):
+    """401 (kind "unauthorized") or 403 (kind "insufficient_scope") in a world with `auth:`."""
+
+    kind = "unauthorized"
 
 
 class RecordError(FaultbenchError, ValueError):

@@ -16,6 +16,7 @@ import typing as _typing
 
 from faultbench._lazy import lazy_names as _lazy_names
 
+from ._calls._auth import token_expiry as token_expiry
 from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._faults._inject import InjectionPlan as InjectionPlan
 from ._faults._kinds import KINDS as FAULT_KINDS
@@ -89,4 +90,5 @@ __all__ = [
     "running_call",
     "show_repr",
     "to_utc",
+    "token_expiry",
 ]

@@ -16,6 +16,9 @@ language look at and steer the world an agent is using over MCP.
                                  under "faults"); answers like GET; 409 if the world was
                                  created with faults=False
     GET  /faultbench/sessions    with --isolate: the open MCP sessions (each has its own world)
+    POST /faultbench/tokens      worlds with `auth:`: {"principal": NAME} issues an access token
+                                 for NAME; answers {"token":, "principal":, "expires_at":}. MCP
+                                 requests send it as `Authorization: Bearer TOKEN`
 
 Any other path under the prefix answers a JSON 404, a known path with another method a 405.
 
@@ -51,6 +54,7 @@ from faultbench.kernel.lowlevel import (
     render_faults,
     show_repr,
     to_utc,
+    token_expiry,
 )
 
 if TYPE_CHECKING:
@@ -191,6 +195,7 @@ class Control:
             route("/clock", self.clock, ["GET", "POST"]),
             route("/faults", self.faults, ["GET", "PUT"]),
             route("/sessions", self.sessions, ["GET"]),
+            route("/tokens", self.tokens, ["POST"]),
             # Last: anything else under the prefix gets a JSON answer too, not Starlette's
             # plain-text 404/405 (a route that matches the path only is passed over for it).
             route("/{rest:path}", self.unknown, _ANY_METHOD),
@@ -363,6 +368,25 @@ class Control:
             404,
             f"Expected one of the control API's endpoints: {', '.join(endpoints)}. Instead, "
             f"received: {request.method[:20]} {show_repr(path, 80)}",
+        )
+
+    async def tokens(self, request: Request) -> Response:
+        world = self._world(request)
+        body = await _body(request)
+        if not isinstance(body, dict) or set(body) != {"principal"}:
+            raise ControlError(
+                400,
+                'Expected {"principal": NAME}, NAME a principal of the world\'s auth: block. '
+                f"Instead, received: {show_repr(body, 80)}",
+            )
+        token = world.issue_token(body["principal"])  # ValueError -> 400, with the fix
+        self._changed(world)
+        return _json(
+            {
+                "token": token,
+                "principal": body["principal"],
+                "expires_at": iso_time(token_expiry(world, token)),
+            }
         )
 
     async def sessions(self, request: Request) -> Response:

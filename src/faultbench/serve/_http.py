@@ -81,16 +81,29 @@ def security_settings(host: str) -> TransportSecuritySettings:
 
 
 class _Guard:
-    """ASGI middleware: bearer token on every request, Host/Origin on the control API."""
+    """ASGI middleware: bearer token on every request, Host/Origin on the control API.
 
-    def __init__(self, app: ASGIApp, *, token: str | None, security: TransportSecuritySettings):
+    With `world_auth` (a world with `auth:`) the MCP endpoint's bearer tokens are the world's
+    own, checked per call by the kernel, so the server token (`--token`) guards the control
+    API only."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        security: TransportSecuritySettings,
+        world_auth: bool = False,
+    ):
         self.app = app
         self.expected = f"Bearer {token}".encode() if token else None
         self.security = TransportSecurityMiddleware(security)
+        self.world_auth = world_auth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            if self.expected is not None:
+            checked = not (self.world_auth and not scope["path"].startswith(PREFIX))
+            if self.expected is not None and checked:
                 got = Headers(scope=scope).get("authorization", "").encode()
                 if not hmac.compare_digest(got, self.expected):
                     await _deny(scope, receive, send)
@@ -152,7 +165,9 @@ def build_app(
         # for the extra middleware layer.
         server.open_sessions = control.live
         app = SessionTracker(app, control)
-    return _Guard(app, token=token, security=security)
+    return _Guard(
+        app, token=token, security=security, world_auth=server.world.spec.auth is not None
+    )
 
 
 #: The SDK idles a session out after this long with no request in flight; we pass it the value

@@ -12,8 +12,11 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
   options a world does not model, such as `expand`).
 - Answers: the operation's value as JSON with `http.status` (200 by default); a list's rows
   under `http.items` inside `http.envelope`. Failures: the fault's HTTP status (`http_503` is
-  503, a timeout 504, a rate limit 429), 404 for a missing record, 400 for arguments or a
+  503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
+  missing record, 400 for arguments or a
   handler's refusal, with `{"error": {"type", "message", "fault"}}`.
+- Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
+  Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
 """
 
 from __future__ import annotations
@@ -158,6 +161,26 @@ async def _arguments(
     return args, ignored
 
 
+def _token(world: World, request: Request) -> str | None:
+    """The access token of a request to a world with `auth:`: `Authorization: Bearer TOKEN`,
+    or HTTP basic with the token as the user name (how Stripe's API keys travel)."""
+    if world.spec.auth is None:
+        return None
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip() or None
+    if scheme.lower() == "basic":
+        import base64
+        import binascii
+
+        try:
+            user = base64.b64decode(value.strip()).decode("utf-8").partition(":")[0]
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return user or None
+    return None
+
+
 def _key(name: str, props: dict[str, Any]) -> str:
     """The tool argument a request key names: as written, else as an identifier."""
     if name in props:
@@ -187,7 +210,12 @@ def status_of(result: CallResult) -> int:
         return 400
     if kind == "rate_limit":
         return 429
-    return 500
+    # issue 21's auth and concurrency errors, and its auth faults
+    statuses = {
+        "unauthorized": 401, "token_expired": 401, "revoked": 401, "insufficient_scope": 403,
+        "conflict": 409, "idempotency_conflict": 409, "expired_cursor": 400,
+    }  # fmt: skip
+    return statuses.get(kind, 500)
 
 
 def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
@@ -236,7 +264,7 @@ def _endpoint(world: World, by_method: dict[str, Any]) -> Endpoint:
                 {"error": {"type": "invalid_request", "message": f"unreadable body: {exc}"}},
                 status_code=400,
             )
-        result = await world.acall(op.name, args)
+        result = await world.acall(op.name, args, token=_token(world, request))
         return respond(op, result, ignored)
 
     return endpoint

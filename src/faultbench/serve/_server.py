@@ -139,7 +139,14 @@ class WorldServer(Server):
     (identified by its `Mcp-Session-Id` on HTTP) gets its own fork of `world`.
     """
 
-    def __init__(self, world: World, *, name: str | None = None, isolate: bool = False):
+    def __init__(
+        self,
+        world: World,
+        *,
+        name: str | None = None,
+        isolate: bool = False,
+        principal: str | None = None,
+    ):
         _sdk.init_server(
             self,
             name=name or f"faultbench-{world.name}",
@@ -151,6 +158,17 @@ class WorldServer(Server):
         )
         self.world = world
         self.isolate = isolate
+        #: worlds with `auth:`: the principal in-process and stdio calls act as, and the
+        #: token issued for it (HTTP requests bring their own, `Authorization: Bearer`)
+        self.principal = principal
+        self.token: str | None = None
+        if principal is not None:
+            if world.spec.auth is None:
+                raise ValueError(
+                    f"principal={principal!r}, but the world {world.name!r} has no auth: block; "
+                    "expected a world file with 'auth: {principals: {...}}', or no principal"
+                )
+            self.token = world.issue_token(principal)  # ValueError for an unknown one
         self.sessions: dict[str, World] = {}  # MCP session id -> that session's fork
         #: The MCP sessions open now, when something tracks them (the HTTP app does, see
         #: `_http.SessionTracker`); None: not tracked, any session id is served.
@@ -185,6 +203,17 @@ class WorldServer(Server):
             for hook in self.on_new_world:
                 hook(session, world)
         return world
+
+    def _request_token(self, ctx: Any) -> str | None:
+        """The access token a call comes with (worlds with `auth:`): an HTTP request's
+        bearer token, else the one issued for `principal`."""
+        if self.world.spec.auth is None:
+            return None
+        request = ctx.request
+        if request is None:  # in-process or stdio: the server's principal
+            return self.token
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        return token.strip() or None if scheme.lower() == "bearer" else None
 
     def _request_world(self, ctx: Any) -> World:
         if not self.isolate:
@@ -231,7 +260,8 @@ class WorldServer(Server):
                     kind="no_session",
                 )
             try:
-                result = await world.acall(name, params.arguments or {})
+                token = self._request_token(ctx)
+                result = await world.acall(name, params.arguments or {}, token=token)
             except ToolCallError as exc:  # a kernel that raises instead of returning
                 return error_result(exc.message, kind=exc.kind)
             out = render_result(result, ctx.protocol_version)
@@ -288,10 +318,16 @@ def _version() -> str:
         return "0"
 
 
-def build_server(world: World, *, name: str | None = None, isolate: bool = False) -> WorldServer:
+def build_server(
+    world: World, *, name: str | None = None, isolate: bool = False, principal: str | None = None
+) -> WorldServer:
     """An MCP server (a low-level `mcp.server.Server`) serving `world`'s operations as tools.
+
+    `principal`: in a world with `auth:`, the principal its in-process and stdio calls act
+    as (a token is issued for it now, `server.token`); HTTP requests send their own token
+    as `Authorization: Bearer`.
 
     >>> async with mcp.Client(build_server(world)) as client:  # doctest: +SKIP
     ...     result = await client.call_tool("get_order", {"id": "1"})
     """
-    return WorldServer(world, name=name, isolate=isolate)
+    return WorldServer(world, name=name, isolate=isolate, principal=principal)

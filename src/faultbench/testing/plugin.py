@@ -369,13 +369,33 @@ def faults(world: World) -> Faults:
     return Faults(world)
 
 
+def _marked_principal(request: pytest.FixtureRequest) -> str | None:
+    """The `principal` marker's name, if the test has one."""
+    node = request.node
+    mark = node.get_closest_marker("principal")
+    if mark is None:
+        return None
+    if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], str):
+        pytest.fail(
+            f"{node.nodeid}: expected @pytest.mark.principal(NAME), NAME a principal of the "
+            f"world's auth: block. Instead, received: args={mark.args!r} kwargs={mark.kwargs!r}",
+            pytrace=False,
+        )
+    return str(mark.args[0])
+
+
 @pytest.fixture
-def mcp_server(world: World) -> WorldServer:
+def mcp_server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     """An in-process MCP server (`faultbench.serve.WorldServer`) on this run's world: use it
-    with `mcp.Client(mcp_server)`."""
+    with `mcp.Client(mcp_server)`. With `@pytest.mark.principal(NAME)` its calls act as NAME
+    (a world with `auth:`)."""
     from faultbench.serve import build_server
 
-    return build_server(world)
+    try:
+        return build_server(world, principal=_marked_principal(request))
+    except ValueError as exc:  # an unknown principal, or a world without auth:
+        problem = str(exc)
+    pytest.fail(f"{request.node.nodeid}: @pytest.mark.principal: {problem}", pytrace=False)
 
 
 @pytest.fixture
@@ -415,6 +435,7 @@ def mcp_command(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iter
             journal=Path(tmp) / "events.jsonl",
             spec=start.spec,
             start=start,
+            principal=_marked_principal(request),
         )
         request.node.stash[COMMAND_KEY] = command
         yield command

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._errors import (
+    Conflict,
     HandlerCrashed,
     HandlerError,
     InvalidArguments,
@@ -36,6 +37,8 @@ from .._store._incall import ToolCharges, charging
 from .._store._tables import Record, Table, table_of
 from .._text._keys import id_order
 from .._text._names import did_you_mean
+from ._auth import REFRESH_TOOL, refresh_spec, run_refresh
+from ._idempotency import idempotent
 from ._results import Tool
 
 if TYPE_CHECKING:
@@ -68,6 +71,9 @@ class Transaction(Draft):
         self._book = book
         self._tables: dict[str, Table] = {}
         self.spec: WorldSpec = spec
+        #: who makes the call (worlds with `auth:`), and the token it came with
+        self.principal: str | None = None
+        self.token: str | None = None
 
     @property
     def clock(self) -> VirtualClock:
@@ -170,7 +176,9 @@ class CompiledOp:
     copy of such a value, for a `CallResult` (the cheapest one that is deep: a record is a
     flat dict of scalars, so `dict` copies it entirely)."""
 
-    __slots__ = ("copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator")
+    __slots__ = (
+        "copy", "handler", "kind", "name", "record", "run", "spec", "tool", "validator", "version",
+    )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
         args = operation_args(op, spec.records)
@@ -189,6 +197,14 @@ class CompiledOp:
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self.run: Callable[[Transaction, dict[str, Any]], Any] = getattr(self, f"_run_{op.kind}")
+        rspec = spec.records.get(op.record) if op.record else None
+        #: the record's `version` field, for `expected_version` (updates only)
+        self.version = (
+            next((f.name for f in rspec.fields if f.kind == "version"), None) if rspec else None
+        )
+        if op.idempotency is not None:
+            keep = any(p.name == op.idempotency.key for p in op.params)
+            self.run = idempotent(op.name, op.idempotency, self.run, keep_key=keep)
         self.copy: Callable[[Any], Any] = _copy_record if op.kind in _ONE_RECORD else _copy_json
 
     # Each runner returns the operation's value as JSON types. A record's fields are scalars
@@ -221,6 +237,9 @@ class CompiledOp:
 
     def _run_update(self, tx: Transaction, args: dict[str, Any]) -> Any:
         rid = args.pop("id")
+        expected = args.pop("expected_version", None)
+        if expected is not None and self.version is not None:
+            check_version(self.spec.qualname, self.record, self.version, tx, rid, expected)
         try:
             return _record_json(tx.table(self.record).update(rid, **args).to_dict())
         except RecordError as exc:
@@ -273,6 +292,21 @@ class CompiledOp:
             ) from None
 
 
+def check_version(
+    where: str, table: str, field: str, tx: Transaction, rid: str, expected: int
+) -> None:
+    """409 unless record `rid` is at version `expected` (a missing record is the update's own
+    404, answered after this)."""
+    data = tx.state.tables[table].get(rid)
+    if data is not None and data[field] != expected:
+        current = data[field]
+        raise Conflict(
+            f"409 Conflict: {where}: {table} {rid!r} is at {field} {current}, not the "
+            f"expected {expected}: someone else changed it since it was read. Read it again, "
+            f"then retry with expected_version: {current}"
+        )
+
+
 def _crashed(where: str, exc: Exception, fault: str | None = None) -> HandlerCrashed:
     err = HandlerCrashed(f"internal error in handler {where}: {type(exc).__name__}: {exc}")
     err.traceback = format_traceback(exc)
@@ -305,4 +339,8 @@ def _copy_record(value: Any) -> Any:
 
 
 def compile_ops(spec: WorldSpec) -> dict[str, CompiledOp]:
-    return {name: CompiledOp(spec, op) for name, op in spec.operations.items()}
+    ops = {name: CompiledOp(spec, op) for name, op in spec.operations.items()}
+    if spec.auth is not None:
+        refresh = ops[REFRESH_TOOL] = CompiledOp(spec, refresh_spec())
+        refresh.run = run_refresh
+    return ops

@@ -53,8 +53,10 @@ from .._store._events import (
     WorldCreated,
 )
 from .._text._show import loggable, show_value
+from ._auth import authorize, checked, refusal, run_refresh, token_fault
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
+from ._versions import conflict
 
 if TYPE_CHECKING:
     from .._faults._types import FaultRule
@@ -123,23 +125,25 @@ class Pipeline:
     def transaction(self, d: Draft, state: State | None = None) -> Transaction:
         return Transaction(d, self.spec, self.seed, self.book, state)
 
-    def call(self, tool: str, args: Any = None) -> CallResult:
+    def call(self, tool: str, args: Any = None, token: str | None = None) -> CallResult:
         """Run one tool call; never raises for anything the agent sent. Atomic: the book's
-        lock is held from deciding to committing (see `Book.lock`)."""
+        lock is held from deciding to committing (see `Book.lock`). `token`: the caller's
+        access token, in a world with `auth:` (see `_auth.py`)."""
         with self.book.lock:
             d = Draft(self.book.state)
             op = self.ops.get(tool)
             plan = self.plan()
-            if op is not None and not plan.may_fault(op.spec):
+            if op is not None and not plan.may_fault(op.spec) and self.spec.auth is None:
                 result = _run_plain(self, d, op, tool, args)
             else:
-                result = _run_one(self, d, plan, tool, args)
+                result = _run_one(self, d, plan, tool, args, token)
             self.book.commit(d)
         return result
 
-    def call_together(self, calls: Sequence[tuple[Any, Any]]) -> list[CallResult]:
-        """Run `calls` (tool, args) as calls made at the same moment; see `run_batch`."""
-        order = canonical_order(calls)
+    def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]:
+        """Run `calls` (tool, args) or (tool, args, token) as calls made at the same moment;
+        see `run_batch`."""
+        order = canonical_order([(c[0], c[1]) for c in calls])
         with self.book.lock:
             d = Draft(self.book.state)
             ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
@@ -182,8 +186,10 @@ class Flight:
         "jargs",
         "k",
         "op",
+        "principal",
         "started",
         "text",
+        "token",
         "value",
     )
 
@@ -200,6 +206,8 @@ class Flight:
         self.value: Any = None
         self.text: str | None = None
         self.error: ToolCallError | None = None
+        self.principal: str | None = None
+        self.token: str | None = None
 
 
 def args_json(args: Any) -> dict[str, Any]:
@@ -216,7 +224,9 @@ def args_json(args: Any) -> dict[str, Any]:
     return out
 
 
-def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flight | CallResult:
+def admit(
+    cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any, token: str | None = None
+) -> Flight | CallResult:
     """Log the call's start and decide its fault. A rejected call is finished on the spot."""
     state = d.state
     call_id = f"c{state.calls + 1}"
@@ -226,16 +236,24 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
     if op is None:
         exc: ToolCallError = UnknownTool(unknown_tool_text(tool, list(cx.ops)))
         return _reject(d, call_id, str(tool), args, exc)
+    principal = None
+    if cx.spec.auth is not None:
+        outcome, principal, scope = authorize(cx.spec, state, op.spec, token)
+        if outcome != "allowed":
+            refused = refusal(op.spec, outcome, principal, scope)
+            return _reject(d, call_id, tool, args, refused, (outcome, principal, scope))
     try:
         clean = op.validator.validate(args)
     except InvalidArguments as exc:
         return _reject(d, call_id, tool, args, exc)
 
     flight = Flight(call_id, op, clean, args_json(args))
+    flight.principal, flight.token = principal, token
     flight.k = k = state.k.get(tool, 0) + 1
     flight.started = now = state.clock
     # Decided before this call is in the log, so its own start is not in its rate window.
-    decision = _decide(cx, d, plan, op, k, clean, now) if plan.may_fault(op.spec) else None
+    faulty = plan.may_fault(op.spec) and op.run is not run_refresh  # a refresh never fails
+    decision = _decide(cx, d, plan, op, k, clean, now) if faulty else None
     flight.decision = decision
     if decision is not None:
         # Checked before anything is logged: a clock past datetime.max is a refused call.
@@ -245,6 +263,8 @@ def admit(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> Flig
         except OverflowError:
             return _reject(d, call_id, tool, args, _clock_overflow(tool, now, decision))
     d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=flight.jargs, k=k))
+    if cx.spec.auth is not None:
+        checked(d, call_id, tool, "allowed", principal, None)
     if decision is None:
         flight.exec_at = flight.end_at = now
         return flight
@@ -317,12 +337,21 @@ def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
     )
 
 
-def _reject(d: Draft, call_id: str, tool: str, args: Any, exc: ToolCallError) -> CallResult:
+def _reject(
+    d: Draft,
+    call_id: str,
+    tool: str,
+    args: Any,
+    exc: ToolCallError,
+    auth: tuple[str, str | None, str | None] | None = None,
+) -> CallResult:
     state = d.state
     tool, jargs = loggable(tool), loggable(args_json(args))  # rejected: may not be UTF-8
     d.emit(
         CallStarted(seq=state.seq, at=state.clock, call_id=call_id, tool=tool, args=jargs, k=None)
     )
+    if auth is not None:  # refused by auth: the decision is an event of its own
+        checked(d, call_id, tool, *auth)
     return _failed(d, call_id, tool, jargs, exc, started=state.clock)
 
 
@@ -384,6 +413,7 @@ def _attempt(
     """Run the operation once in a fresh transaction; raises ToolCallError."""
     d.call_id = flight.call_id
     tx = cx.transaction(d, state)
+    tx.principal, tx.token = flight.principal, flight.token
     return flight.op.run(tx, dict(flight.args)), tx
 
 
@@ -492,6 +522,8 @@ _EFFECTS: dict[str, Executor] = {
     "stale": _stale,
     "malformed": _malformed,
     "duplicate": _duplicate,
+    "conflict": conflict,
+    "token": token_fault,
 }
 
 
@@ -647,14 +679,15 @@ def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
 
 
 def run_batch(
-    cx: Pipeline, d: Draft, plan: FaultPlan, calls: Sequence[tuple[str, Any]]
+    cx: Pipeline, d: Draft, plan: FaultPlan, calls: Sequence[tuple[Any, ...]]
 ) -> list[CallResult]:
-    """Run `calls` (tool, args) as concurrent calls, in the order given (the caller puts
-    them in canonical order, see `canonical_order`); results in that order."""
+    """Run `calls` (tool, args[, token]) as concurrent calls, in the order given (the caller
+    puts them in canonical order, see `canonical_order`); results in that order."""
     results: list[Any] = [None] * len(calls)
     flights: list[tuple[int, Flight]] = []
-    for i, (tool, args) in enumerate(calls):
-        admitted = admit(cx, d, plan, tool, args)
+    for i, call in enumerate(calls):
+        tool, args = call[0], call[1]
+        admitted = admit(cx, d, plan, tool, args, call[2] if len(call) > 2 else None)
         if isinstance(admitted, Flight):
             flights.append((i, admitted))
         else:
@@ -696,9 +729,11 @@ def canonical_order(calls: Sequence[tuple[Any, Any]]) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_one(cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any) -> CallResult:
+def _run_one(
+    cx: Pipeline, d: Draft, plan: FaultPlan, tool: str, args: Any, token: str | None = None
+) -> CallResult:
     """One call, the three stages back to back."""
-    admitted = admit(cx, d, plan, tool, args)
+    admitted = admit(cx, d, plan, tool, args, token)
     if isinstance(admitted, CallResult):
         return admitted
     if admitted.exec_at != admitted.started:

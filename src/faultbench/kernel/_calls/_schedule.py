@@ -64,8 +64,8 @@ class World(Protocol):
     """What batching needs of a `World` (which is built on top of this module): its two ways
     of running calls."""
 
-    def call(self, tool: str, args: Any = None) -> CallResult: ...
-    def call_together(self, calls: Sequence[tuple[str, Any]]) -> list[CallResult]: ...
+    def call(self, tool: str, args: Any = None, *, token: str | None = None) -> CallResult: ...
+    def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,11 +74,12 @@ class World(Protocol):
 
 
 class _Pending:
-    __slots__ = ("args", "error", "result", "tool")
+    __slots__ = ("args", "error", "result", "token", "tool")
 
-    def __init__(self, tool: str, args: Any):
+    def __init__(self, tool: str, args: Any, token: str | None = None):
         self.tool = tool
         self.args = args
+        self.token = token
         self.result: CallResult | None = None
         self.error: BaseException | None = None
 
@@ -107,9 +108,9 @@ def _resolve(world: World, batch: _Batch) -> None:
         return
     try:
         if len(calls) == 1:  # a batch of one is a call: the pipeline's shortest way
-            results = [world.call(calls[0].tool, calls[0].args)]
+            results = [world.call(calls[0].tool, calls[0].args, token=calls[0].token)]
         else:
-            results = world.call_together([(p.tool, p.args) for p in calls])
+            results = world.call_together([(p.tool, p.args, p.token) for p in calls])
     except BaseException as exc:  # a bug, not an agent error: every caller must hear of it
         for p in calls:
             p.error = exc
@@ -147,12 +148,12 @@ async def _wait(batch: _Batch, mine: _Pending) -> None:
         raise
 
 
-async def join(world: World, tool: str, args: Any = None) -> CallResult:
+async def join(world: World, tool: str, args: Any = None, token: str | None = None) -> CallResult:
     """`World.acall`: run the call together with every call in flight with it."""
     loop = _loops.current()
     if loop is None:  # driven by hand (coro.send): no loop to share with anyone
-        return world.call(tool, args)
-    mine = _Pending(tool, args)
+        return world.call(tool, args, token=token)
+    mine = _Pending(tool, args, token)
     batch = _open.get(id(world))
     if (
         batch is not None
@@ -165,7 +166,7 @@ async def join(world: World, tool: str, args: Any = None) -> CallResult:
             batch.done = loop.event()
         await _wait(batch, mine)
     elif loop.alone():  # no one can join: the batch would be this call alone
-        return world.call(tool, args)
+        return world.call(tool, args, token=token)
     else:
         batch = _open[id(world)] = _Batch(world, loop)
         batch.calls.append(mine)

@@ -47,6 +47,8 @@ EFFECTS: dict[str, bool] = {
     "stale": False,  # the answer from the state of `lag_s` seconds ago
     "malformed": False,  # a success whose text is not valid JSON
     "duplicate": False,  # the write applied `1 + times` times; the first answer
+    "conflict": True,  # another client writes the record first; 409, the write does not run
+    "token": True,  # the call's access token expires or is revoked; 401
 }
 
 
@@ -221,10 +223,37 @@ KINDS: tuple[FaultKind, ...] = (
         options=(Option("times", 1, "{} extra", whole=True),), applies_to=_WRITES,
     ),
     # Decided by a `rate_limit:` rule's window, never drawn: not an `errors:` key.
+    # (it stays here, before the kinds of issue 21: the order of KINDS is seeded)
     FaultKind(
         name="rate_limit", effect="fail", default_commit=False, commit_option=False,
         options=(Option("retry_after_s", None, "retry after {}"),), configurable=False,
         message=_rate_limited, refused=True,
+    ),
+    # Another client wrote the record first (its version moves on, as an event); the call's
+    # own write never runs. The pipeline words the 409 with the record's new version.
+    FaultKind(
+        name="conflict", effect="conflict", default_commit=False, commit_option=False,
+        applies_to=("update", "delete"),
+        message=_status(
+            "409 Conflict: {name}: the record was changed by another request; read it again "
+            "and retry"
+        ),
+    ),
+    # The call's access token expires now (worlds with `auth:`): refresh_token renews it.
+    FaultKind(
+        name="token_expired", effect="token", default_commit=False, commit_option=False,
+        message=_status(
+            "401 Unauthorized: {name}: the access token has expired; renew it with the "
+            "refresh_token tool, then retry"
+        ),
+    ),
+    # The call's token is revoked: every call and every refresh with it is refused.
+    FaultKind(
+        name="revoked", effect="token", default_commit=False, commit_option=False,
+        message=_status(
+            "401 Unauthorized: {name}: the access token has been revoked; refreshing it will "
+            "not help: a new token must be issued"
+        ),
     ),
 )  # fmt: skip
 

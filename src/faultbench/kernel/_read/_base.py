@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Location
-from .._spec._types import FieldSpec, OperationSpec, RecordSpec
+from .._spec._types import AuthSpec, FieldSpec, OperationSpec, RecordSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
 from ._yaml import Document, Position
@@ -34,6 +34,7 @@ class _LoaderBase:
         self.plans: dict[str, dict[str, Any]] = {}  # record -> {"count":, "rows":}
         self.row_where: dict[int, dict[Any, Any]] = {}  # id(clean row) -> the row as written
         self.probes: list[dict[Any, Any]] = []  # dicts the loader made and placed in the file
+        self.auth: AuthSpec | None = None  # the `auth:` block, read before the operations
 
     # -- problems -------------------------------------------------------------------------------
 

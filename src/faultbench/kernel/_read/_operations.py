@@ -15,10 +15,12 @@ from .._spec._handlers import HandlerProblem, handler_description, handler_param
 from .._spec._types import OperationSpec, ParamSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
-from ._base import _LoaderBase
+from ._auth import _AuthLoader
+from ._writes import _WritesLoader
 
 OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "input_schema", "http",
+    "idempotency", "scopes",
 )  # fmt: skip
 HTTP_KEYS = ("method", "path", "status", "items", "envelope")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -32,7 +34,7 @@ OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class _OperationsLoader(_LoaderBase):
+class _OperationsLoader(_AuthLoader, _WritesLoader):
     def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
@@ -99,6 +101,8 @@ class _OperationsLoader(_LoaderBase):
             return None
         record = self.op_record(tool, kind, ops, decl)
         filters = self.op_filter(tool, kind, decl, record)
+        idempotency = self.op_idempotency(tool, kind, decl, record)
+        scopes = self.op_scopes(tool, decl, self.auth)
         handler = decl.get("handler")
         description = self.text(decl, "description", "description")
         params: tuple[ParamSpec, ...] = ()
@@ -133,7 +137,7 @@ class _OperationsLoader(_LoaderBase):
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
-            input_schema=schema, http=http,
+            input_schema=schema, http=http, idempotency=idempotency, scopes=scopes,
         )  # fmt: skip
 
     def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:

@@ -56,7 +56,7 @@ MAX_FILE_BYTES = 64 * 2**20
 #: the earliest clock start: seed data reaches back 30 days, fault lags up to 10 years
 CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
 
-TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults")
+TOP_KEYS = ("name", "seed", "clock", "description", "services", "faults", "auth")
 
 
 def load_spec(
@@ -182,8 +182,10 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             self.service_records(services, svc, body)
         self.resolve_refs()
         accessors = self.accessors()
+        self.auth = self.auth_block(top)
         for svc, info in self.services.items():
             self.service_operations(svc, info["body"])
+        self.check_generated_tools()
         for svc, info in self.services.items():
             self.service_seed(svc, info["body"])
         self.check_seed_refs()
@@ -224,6 +226,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             handlers=self.handlers,
             digest=digest,
             description=description,
+            auth=self.auth,
         )
 
     def clock(self, top: dict[Any, Any]) -> datetime:

@@ -21,7 +21,9 @@ from ._schema import INT_MAX, INT_MIN
 from ._types import FieldSpec
 
 SCALAR_KINDS = ("str", "int", "float", "bool", "datetime")
-TYPE_HELP = "expected one of str, int, float, bool, datetime, enum[a, b] or ref[service.record]"
+TYPE_HELP = (
+    "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
+)
 
 _BRACKETED = re.compile(r"([A-Za-z_]\w*)\s*\[(.*)\]", re.S)
 _REF_TARGET = re.compile(r"(?:([A-Za-z_][\w-]*)\.)?([A-Za-z_]\w*)")
@@ -35,6 +37,13 @@ def _parse_type(raw: str) -> tuple[str, tuple[str, ...], str | None, bool]:
         text = text[:-1].rstrip()
     if text in SCALAR_KINDS:
         return text, (), None, optional
+    if text == "version":  # optimistic concurrency: 1 at creation, +1 on every write
+        if optional:
+            raise ValueError(
+                f"a version field is never empty, so {short_repr(raw)} cannot be optional; "
+                "expected 'version'"
+            )
+        return "version", (), None, False
     m = _BRACKETED.fullmatch(text)
     if m is None or m.group(1) not in ("enum", "ref"):
         head = m.group(1) if m else text
@@ -80,6 +89,7 @@ _EXPECTED = {
     "float": "a finite number",
     "bool": "true or false",
     "datetime": "a date and time such as 2025-05-01T10:00:00Z (years 1 to 9999 in UTC)",
+    "version": "a whole number from 1 (a record's version)",
 }
 
 
@@ -97,6 +107,10 @@ def _coerce(field: FieldSpec, value: Any) -> tuple[bool, Any]:
         return isinstance(value, str), value
     if kind in ("int", "float", "ref") and isinstance(value, bool):
         return False, value
+    if kind == "version":
+        return isinstance(value, int) and not isinstance(
+            value, bool
+        ) and 1 <= value <= INT_MAX, value
     if kind == "int":
         # the kernel stores signed 64-bit ints only (an event log must round-trip)
         return isinstance(value, int) and INT_MIN <= value <= INT_MAX, value

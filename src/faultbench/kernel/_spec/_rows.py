@@ -163,6 +163,8 @@ def _base_generator(
         return lambda: rng.choice(choices)
     if kind == "bool":
         return lambda: rng.random() < 0.5
+    if kind == "version":  # a seeded record has been written once
+        return lambda: 1
     words = set(field.name.lower().split("_"))
     if kind == "datetime":
         start = spec.clock_start

@@ -39,6 +39,7 @@ _NOUN = {
     "list": "an array",
     "dict": "an object",
     "any": "any JSON value",
+    "version": "an integer (the record's version)",
 }
 
 _JSON_TYPE = {
@@ -46,6 +47,7 @@ _JSON_TYPE = {
     "ref": "string",
     "enum": "string",
     "int": "integer",
+    "version": "integer",
     "float": "number",
     "bool": "boolean",
     "datetime": "string",
@@ -112,6 +114,37 @@ def _about(f: FieldSpec, rspec: RecordSpec) -> str:
 
 def operation_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
     """The arguments a tool takes, in the order the agent sees them."""
+    return _write_args(op, records, _kind_args(op, records))
+
+
+def _write_args(op: OperationSpec, records: dict[str, RecordSpec], args: list[Arg]) -> list[Arg]:
+    """`args` with what safe writes add: a `version` field is the server's, not an argument,
+    and an update of a versioned record takes `expected_version`; an idempotency key is an
+    optional argument (see `_calls/_idempotency.py`)."""
+    rspec = records.get(op.record) if op.record and op.kind != "custom" else None
+    version = next((f.name for f in rspec.fields if f.kind == "version"), None) if rspec else None
+    if version is not None and op.kind in ("create", "update"):
+        args = [a for a in args if a.name != version]
+        if op.kind == "update":
+            text = (
+                f"the {version} of the {_w(rspec.name)} this change is based on (from a read); "  # type: ignore[union-attr]  # set with version
+                "if it has changed since, the update fails with 409 Conflict; omit to update "
+                "whatever the current version is"
+            )
+            args.append(Arg("expected_version", "int", False, description=text))
+    idem = op.idempotency
+    if idem is not None and all(a.name != idem.key for a in args):
+        hours = idem.window_s / 3600
+        text = (
+            f"idempotency key: a retry with the same key and the same arguments within "
+            f"{hours:g}h returns the first result without writing again (use a new unique "
+            "key for each new request)"
+        )
+        args.append(Arg(idem.key, "str", False, description=text))
+    return args
+
+
+def _kind_args(op: OperationSpec, records: dict[str, RecordSpec]) -> list[Arg]:
     if op.kind == "custom":
         return [
             Arg(
@@ -301,6 +334,7 @@ def _py_type(a: Arg) -> Any:
             "str": str,
             "ref": str,
             "int": _INT64,
+            "version": _INT64,
             "float": _FINITE_FLOAT,
             "bool": bool,
             "datetime": _UTC_DT,

@@ -15,7 +15,9 @@ import msgspec
 from .._errors import Location
 from .._faults._types import FaultRule
 
-FieldKind = Literal["str", "int", "float", "bool", "datetime", "enum", "ref", "list", "object"]
+FieldKind = Literal[
+    "str", "int", "float", "bool", "datetime", "enum", "ref", "list", "object", "version"
+]
 OperationKind = Literal["get", "list", "create", "update", "delete", "custom"]
 
 
@@ -76,6 +78,27 @@ class ParamSpec(msgspec.Struct, frozen=True):
     description: str = ""  # from the handler docstring's Args:/Parameters section, if any
 
 
+class IdempotencySpec(msgspec.Struct, frozen=True):
+    """An operation's `idempotency: {key:, window:}` (see `_calls/_idempotency.py`)."""
+
+    key: str  # the tool argument that carries the key, e.g. "idempotency_key"
+    window_s: float = 86400.0  # how long (virtual time) a key is remembered
+
+
+#: the tool a world with `auth:` gets to renew its caller's token, and its service in fault
+#: keys and messages (`auth.refresh_token`)
+REFRESH_TOOL = "refresh_token"
+AUTH_SERVICE = "auth"
+
+
+class AuthSpec(msgspec.Struct, frozen=True):
+    """The world file's `auth:` block (see `_calls/_auth.py`)."""
+
+    principals: dict[str, tuple[str, ...]]  # principal -> its scopes, file order
+    token_ttl_s: float = 900.0  # a token's lifetime in virtual time
+    loc: Location | None = None
+
+
 class OperationSpec(msgspec.Struct, frozen=True):
     name: str  # the tool name, world-unique
     service: str
@@ -92,6 +115,8 @@ class OperationSpec(msgspec.Struct, frozen=True):
     #: `http:` as written: the REST request this operation answers under `faultbench serve
     #: --rest` (`method`, `path`; for lists `items` and `envelope`; `status`)
     http: dict[str, Any] | None = None
+    idempotency: IdempotencySpec | None = None
+    scopes: tuple[str, ...] = ()  # every scope a caller needs (worlds with `auth:`)
 
     @property
     def qualname(self) -> str:
@@ -135,6 +160,7 @@ class WorldSpec(msgspec.Struct, frozen=True):
     #: sha256 hex of the file's bytes (or of the string loaded), recorded in WorldCreated
     digest: str = ""
     description: str | None = None
+    auth: AuthSpec | None = None  # None: the world has no `auth:` block; calls need no token
 
 
 #: Public attribute names of `World`. A record accessor (`world.orders`) may not shadow one of
@@ -145,6 +171,6 @@ WORLD_ATTRIBUTES: frozenset[str] = frozenset(
         "table", "tables", "clock", "call", "acall", "tools", "tool",
         "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
         "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
-        "from_book", "call_together",
+        "from_book", "call_together", "issue_token",
     }
 )  # fmt: skip

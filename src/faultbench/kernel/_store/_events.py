@@ -138,6 +138,73 @@ class CallFailed(Event, frozen=True):
     traceback: str | None = None
 
 
+# --- idempotency keys and access tokens (issue 21) --------------------------------------------
+
+
+class IdempotencyKeyRecorded(Event, frozen=True):
+    """A write with an idempotency key ran: a retry with the same key and arguments within
+    the operation's window is answered `value` without running again (`_idempotency.py`)."""
+
+    call_id: str
+    tool: str
+    key: str
+    digest: str  # of the call's arguments, the key left out (canonical JSON, blake2b)
+    value: Any = None  # what the write answered
+
+
+class IdempotentRetryAnswered(Event, frozen=True):
+    """A call repeated a recorded key with the same arguments: it got the first answer and
+    wrote nothing."""
+
+    call_id: str
+    tool: str
+    key: str
+    first_call_id: str  # the call that recorded the key
+
+
+class TokenIssued(Event, frozen=True):
+    """An access token for `principal` was minted (`World.issue_token`, the control API,
+    `build_server(world, principal=)`), valid until `expires_at` (virtual time)."""
+
+    token: str
+    principal: str
+    expires_at: datetime
+    call_id: str | None = None
+
+
+class TokenRefreshed(Event, frozen=True):
+    """The `refresh_token` tool renewed a token that was not revoked."""
+
+    token: str
+    expires_at: datetime
+    call_id: str | None = None
+
+
+class TokenExpired(Event, frozen=True):
+    """A `token_expired` fault ended a token's life early (at `at`)."""
+
+    token: str
+    call_id: str | None = None
+
+
+class TokenRevoked(Event, frozen=True):
+    """A token was revoked (the `revoked` fault): no call and no refresh accepts it again."""
+
+    token: str
+    call_id: str | None = None
+
+
+class AuthChecked(Event, frozen=True):
+    """The auth decision for a call in a world with `auth:`: `outcome` is "allowed",
+    "missing_token", "unknown_token", "expired", "revoked" or "insufficient_scope"."""
+
+    call_id: str
+    tool: str
+    outcome: str
+    principal: str | None = None
+    scope: str | None = None  # the scope missing, for insufficient_scope
+
+
 AnyEvent = (
     WorldCreated
     | WorldForked
@@ -151,6 +218,13 @@ AnyEvent = (
     | CallSucceeded
     | CallFailed
     | LogRewound
+    | IdempotencyKeyRecorded
+    | IdempotentRetryAnswered
+    | TokenIssued
+    | TokenRefreshed
+    | TokenExpired
+    | TokenRevoked
+    | AuthChecked
 )
 
 # `order="deterministic"` sorts dict keys, so the bytes never depend on insertion order.

@@ -24,6 +24,7 @@ import msgspec
 from .._errors import ReplayError
 from .._faults._kinds import REFUSED_KINDS
 from ._events import (
+    AuthChecked,
     CallFailed,
     CallStarted,
     CallSucceeded,
@@ -31,14 +32,30 @@ from ._events import (
     Event,
     FaultInjected,
     FaultsChanged,
+    IdempotencyKeyRecorded,
+    IdempotentRetryAnswered,
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
+    TokenExpired,
+    TokenIssued,
+    TokenRefreshed,
+    TokenRevoked,
     WorldCreated,
     WorldForked,
 )
 from ._indexes import TableIndex
-from ._state import Admitted, Settings, State, add_digest, record_digest, sub_digest
+from ._state import (
+    Admitted,
+    KeyEntry,
+    Settings,
+    State,
+    TokenEntry,
+    add_digest,
+    entry_digest,
+    record_digest,
+    sub_digest,
+)
 
 #: Each case returns its input with the fields the event changes replaced, by keyword: as
 #: fast as building a `State` positionally (measured in bench_kernel), and a new field of
@@ -209,6 +226,60 @@ def _without(calls: Admitted | None, call_id: str) -> Admitted | None:
     return rest
 
 
+# --- idempotency keys and tokens ---------------------------------------------------------------
+
+
+def _key_recorded(s: State, e: IdempotencyKeyRecorded) -> State:
+    name = f"{e.tool}\x00{e.key}"
+    entry = KeyEntry(e.digest, e.value, e.at, e.call_id)
+    xsum = s.xsum
+    old = s.keys.get(name)
+    if old is not None:  # the window had passed: the key starts again
+        xsum = sub_digest(xsum, entry_digest("key", name, old))
+    xsum = add_digest(xsum, entry_digest("key", name, entry))
+    return _replace(s, seq=s.seq + 1, keys=s.keys.set(name, entry), xsum=xsum)
+
+
+def _token_set(s: State, token: str, entry: TokenEntry) -> State:
+    xsum = s.xsum
+    old = s.tokens.get(token)
+    if old is not None:
+        xsum = sub_digest(xsum, entry_digest("token", token, old))
+    xsum = add_digest(xsum, entry_digest("token", token, entry))
+    return _replace(s, seq=s.seq + 1, tokens=s.tokens.set(token, entry), xsum=xsum)
+
+
+def _known_token(s: State, e: Any) -> TokenEntry:
+    entry = s.tokens.get(e.token)
+    if entry is None:
+        raise ReplayError(
+            f"event {e.seq} ({type(e).__name__}) names a token that was never issued at that "
+            "point of the log."
+        )
+    return entry
+
+
+def _token_issued(s: State, e: TokenIssued) -> State:
+    if e.token in s.tokens:
+        raise ReplayError(f"event {e.seq} (TokenIssued) issues the same token twice.")
+    return _token_set(s, e.token, TokenEntry(e.principal, e.expires_at))
+
+
+def _token_refreshed(s: State, e: TokenRefreshed) -> State:
+    entry = _known_token(s, e)
+    return _token_set(s, e.token, msgspec.structs.replace(entry, expires_at=e.expires_at))
+
+
+def _token_expired(s: State, e: TokenExpired) -> State:
+    entry = _known_token(s, e)
+    return _token_set(s, e.token, msgspec.structs.replace(entry, expires_at=e.at))
+
+
+def _token_revoked(s: State, e: TokenRevoked) -> State:
+    entry = _known_token(s, e)
+    return _token_set(s, e.token, msgspec.structs.replace(entry, revoked=True))
+
+
 # Each case takes its own event type; the table pairs them, and `apply` looks up by type, so a
 # case only ever receives its own kind of event (which the type system cannot express here).
 _CASES: dict[type[Event], Callable[[State, Any], State]] = {
@@ -223,4 +294,11 @@ _CASES: dict[type[Event], Callable[[State, Any], State]] = {
     FaultInjected: _fault_injected,
     CallSucceeded: _bump,
     CallFailed: _bump,
+    IdempotencyKeyRecorded: _key_recorded,
+    IdempotentRetryAnswered: _bump,
+    TokenIssued: _token_issued,
+    TokenRefreshed: _token_refreshed,
+    TokenExpired: _token_expired,
+    TokenRevoked: _token_revoked,
+    AuthChecked: _bump,
 }

@@ -73,6 +73,27 @@ class Settings(msgspec.Struct, frozen=True, gc=False):
 _SETTINGS = Settings()
 
 
+class KeyEntry(msgspec.Struct, frozen=True, gc=False):
+    """A recorded idempotency key (`IdempotencyKeyRecorded`)."""
+
+    digest: str
+    value: Any
+    at: datetime
+    call_id: str
+
+
+class TokenEntry(msgspec.Struct, frozen=True, gc=False):
+    """An access token of a world with `auth:` (`TokenIssued` and what followed)."""
+
+    principal: str
+    expires_at: datetime
+    revoked: bool = False
+
+
+_NO_KEYS: immutables.Map[str, KeyEntry] = immutables.Map()
+_NO_TOKENS: immutables.Map[str, TokenEntry] = immutables.Map()
+
+
 class State(msgspec.Struct, frozen=True, gc=False):
     """One world's state. Build it only with `State.empty`, `apply`, and `derived` (the same
     state seen with other indexes, or another moment's records: views, never new facts)."""
@@ -101,6 +122,13 @@ class State(msgspec.Struct, frozen=True, gc=False):
     #: count, kept per event so a window costs what it holds, not the log's length; derived
     #: from the log's CallStarted / FaultInjected events, so not part of the hash
     admitted: immutables.Map[str, Admitted] = _NO_WINDOWS
+    #: "tool\x00key" -> the idempotency key's first answer (`_calls/_idempotency.py`)
+    keys: immutables.Map[str, KeyEntry] = _NO_KEYS
+    #: access token -> whose it is and until when (`_calls/_auth.py`)
+    tokens: immutables.Map[str, TokenEntry] = _NO_TOKENS
+    #: sum of the digests of `keys` and `tokens` entries mod 2**256, kept like `rsum`; 0 for
+    #: a world that uses neither, whose hash is then what it was before they existed
+    xsum: int = 0
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
@@ -130,14 +158,22 @@ class State(msgspec.Struct, frozen=True, gc=False):
 
     def state_hash(self) -> str:
         """Hex digest of everything the hash covers (see module docstring)."""
-        scalar = (
+        scalar: tuple[Any, ...] = (
             f"{self.rsum:064x}",
             self.clock,
             sorted(self.next_ids.items()),
             sorted(self.k.items()),
             self.calls,
         )
+        if self.xsum:  # keys and tokens change what later calls answer
+            scalar = (*scalar, f"{self.xsum:064x}")
         return blake2b(_canon(scalar), digest_size=32).hexdigest()
+
+
+def entry_digest(kind: str, name: str, entry: Any) -> int:
+    """The hash contribution of one idempotency key or token entry."""
+    data = _canon((kind, name, msgspec.to_builtins(entry)))
+    return int.from_bytes(blake2b(data, digest_size=32).digest(), "big")
 
 
 def add_digest(rsum: int, digest: int) -> int:

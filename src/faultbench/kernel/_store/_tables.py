@@ -128,11 +128,12 @@ def check_value(table: str, f: FieldSpec, value: Any) -> Any:
     elif kind == "str" or kind == "ref":
         if isinstance(value, str):
             return value
-    elif kind == "int":
+    elif kind == "int" or kind == "version":
+        lo = 1 if kind == "version" else INT_MIN
         if isinstance(value, int) and not isinstance(value, bool):
-            if INT_MIN <= value <= INT_MAX:
+            if lo <= value <= INT_MAX:
                 return value
-            want = f"an integer from {INT_MIN} to {INT_MAX}"
+            want = f"an integer from {lo} to {INT_MAX}"
     elif kind == "float":
         if isinstance(value, int | float) and not isinstance(value, bool):
             try:
@@ -184,6 +185,8 @@ def check_new_record(rspec: RecordSpec, values: Mapping[str, Any], rid: str) -> 
             out["id"] = rid
         elif f.name in values:
             out[f.name] = check_value(rspec.name, f, values[f.name])
+        elif f.kind == "version":
+            out[f.name] = 1
         elif f.has_default:
             out[f.name] = check_value(rspec.name, f, f.default)
         elif f.optional:
@@ -205,12 +208,14 @@ def check_new_record(rspec: RecordSpec, values: Mapping[str, Any], rid: str) -> 
 class Table:
     """All records of one record type, in one store (a world or a handler's transaction)."""
 
-    __slots__ = ("_fields", "_order", "_spec", "_store", "name")
+    __slots__ = ("_fields", "_order", "_spec", "_store", "_version", "name")
 
     def __init__(self, store: Store, rspec: RecordSpec):
         self._store = store
         self._spec = rspec
         self._fields = {f.name: f for f in rspec.fields}
+        #: the record's `version` field, if it has one
+        self._version = next((f.name for f in rspec.fields if f.kind == "version"), None)
         self.name = rspec.name
         self._order: tuple[Any, list[str]] | None = None
 
@@ -375,6 +380,11 @@ class Table:
                 before[key] = old[key]
         if not changes:
             return Record(self.name, old)
+        version = self._version
+        if version is not None and version not in changes:
+            # every write moves a version on, whoever makes it (optimistic concurrency)
+            changes[version] = old[version] + 1
+            before[version] = old[version]
         self._write(RecordUpdated, rid, changes=changes, old=before)
         return Record(self.name, self._store.state.tables[self.name][rid])
 

@@ -224,19 +224,36 @@ class World:
             )
         return op.tool
 
-    def call(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
+    def call(
+        self, tool: str, args: Mapping[str, Any] | None = None, *, token: str | None = None
+    ) -> CallResult:
         """Call a tool as an agent would. Never raises for bad input: the result says.
-        Safe from several threads: calls are serialised, each one atomic (see `Book.lock`)."""
+        Safe from several threads: calls are serialised, each one atomic (see `Book.lock`).
+        `token`: the caller's access token, in a world with `auth:` (`issue_token`)."""
         book = self._book
         book.refuse_own_handler(f"world.call({tool!r})")
         with book.lock:
             if book.busy is not None:
                 raise book.busy_error(f"world.call({tool!r})")
-            return self._pipeline.call(tool, args)
+            return self._pipeline.call(tool, args, token)
 
-    def call_together(
-        self, calls: Sequence[tuple[str, Mapping[str, Any] | None]]
-    ) -> list[CallResult]:
+    def issue_token(self, principal: str) -> str:
+        """A new access token for `principal` of the world's `auth:` block, valid for its
+        `token_ttl` of virtual time (a `TokenIssued` event). Raises ValueError for a world
+        without `auth:` or a principal it does not declare."""
+        from .._calls._auth import issue
+
+        book = self._book
+        book.refuse_own_handler("world.issue_token()")
+        with book.lock:
+            if book.busy is not None:
+                raise book.busy_error("world.issue_token()")
+            d = Draft(book.state)
+            token = issue(d, self._spec, self.seed, principal)
+            book.commit(d)
+        return token
+
+    def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]:
         """Make `calls` ((tool, args) pairs) at the same moment, as concurrent agents would:
         they all start at the current virtual time and complete in order of virtual
         completion. The log is the same whatever order `calls` come in (they are put in a
@@ -248,12 +265,14 @@ class World:
                 raise book.busy_error("world.call_together()")
             return self._pipeline.call_together(list(calls))
 
-    async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
+    async def acall(
+        self, tool: str, args: Mapping[str, Any] | None = None, *, token: str | None = None
+    ) -> CallResult:
         """`call` from async code (trio or asyncio): calls made concurrently form one batch,
         as `call_together` runs it (see docs/FAULTS.md, "Concurrent calls")."""
         from .._calls._schedule import join
 
-        return await join(self, tool, args)
+        return await join(self, tool, args, token)
 
     def set_faults(self, rules: Any) -> None:
         """Replace the fault rules at run time: a `faults:` block as YAML text or plain

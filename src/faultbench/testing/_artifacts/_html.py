@@ -52,6 +52,9 @@ KIND_COLOURS = {
     "malformed_json": "#1f77b4",
     "stale_read": "#2ca02c",
     "duplicate": "#ff9896",
+    "conflict": "#aec7e8",
+    "token_expired": "#ffbb78",
+    "revoked": "#98df8a",
     "other": "#555555",
 }
 

@@ -34,6 +34,8 @@ MARKERS = {
     "fraction (0..1) of them pass; the gate decides the exit status (faultbench)",
     "seed": "seed(n): the world seed (default: the world file's); each run derives its own "
     "from (seed, run index) (faultbench)",
+    "principal": "principal(name): in a world with auth:, the principal the run's MCP servers "
+    "(mcp_server, mcp_command) act as; without it their calls carry no token (faultbench)",
 }
 
 #: a mark this close to a marker's name (difflib's ratio) is taken for a typo of it: stricter

@@ -38,12 +38,15 @@ class ServeCommand(list[str]):
         journal: Path,
         spec: Any,
         start: Any,
+        principal: str | None = None,
     ):
         argv = [sys.executable, "-m", "faultbench", "serve", str(world_file), "--run", str(run)]
         if seed is not None:
             argv += ["--seed", str(seed)]
         if faults is not None:
             argv += ["--faults", json.dumps(faults, sort_keys=True, default=str)]
+        if principal is not None:  # a world with auth: (`@pytest.mark.principal`)
+            argv += ["--principal", principal]
         argv += ["--events", str(journal)]
         super().__init__(argv)
         self.journal = journal
