@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only operations under these paths (a prefix such as /v1/charges, or a glob)",
     )  # fmt: skip
     oa.add_argument(
+        "--idempotency", action="store_true",
+        help="every create, update and delete takes an Idempotency-Key (as Stripe's do, "
+        "though its document does not say so)",
+    )  # fmt: skip
+    oa.add_argument(
         "--json", action="store_true", help="print the coverage report as JSON on stdout"
     )
     mc = sub.add_parser(
@@ -76,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     module = f"{out.stem}_handlers" if out is not None else "imported_handlers"
     try:
         imported = import_openapi(
-            args.spec, tags=_words(args.tags), paths=_words(args.paths), handlers_module=module
-        )
+            args.spec, tags=_words(args.tags), paths=_words(args.paths),
+            handlers_module=module, idempotency=args.idempotency,
+        )  # fmt: skip
     except ImportProblem as exc:
         print(exc, file=sys.stderr)
         return 2

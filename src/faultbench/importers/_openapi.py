@@ -250,7 +250,13 @@ def _service(op: dict[str, Any], path: str) -> str:
 # Records first (every schema a CRUD operation works on), then the operations.
 
 
-def map_document(doc: Document, *, tags: Sequence[str] = (), paths: Sequence[str] = ()) -> Mapping:
+def map_document(
+    doc: Document,
+    *,
+    tags: Sequence[str] = (),
+    paths: Sequence[str] = (),
+    idempotency: bool = False,
+) -> Mapping:
     m = _Mapper(doc, list(tags), list(paths))
     all_ops = list(doc.operations())
     chosen = []
@@ -315,6 +321,10 @@ def map_document(doc: Document, *, tags: Sequence[str] = (), paths: Sequence[str
             )
         made[index] = _operation(m, types, records, path, method, op, item, kind, rec, service)
     operations.extend(made[i] for i in range(len(chosen)))
+    if idempotency:  # the API takes an Idempotency-Key on its writes, said or not
+        for o in operations:
+            if o.kind in ("create", "update", "delete"):
+                o.idempotency_key = "idempotency_key"
     _required_by_create(doc, records, operations, chosen)
     principals = _principals(doc, chosen, operations)
     return Mapping(

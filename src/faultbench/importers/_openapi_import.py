@@ -31,12 +31,15 @@ def import_openapi(
     tags: list[str] | tuple[str, ...] = (),
     paths: list[str] | tuple[str, ...] = (),
     handlers_module: str = "imported_handlers",
+    idempotency: bool = False,
 ) -> ImportedWorld:
     """Map the OpenAPI 3.0/3.1 document at `spec` to a world. `tags` / `paths` keep only the
     operations with one of those tags / under one of those paths (a prefix or a glob).
+    `idempotency`: every create, update and delete takes an idempotency key (an operation
+    with an `Idempotency-Key` header parameter does anyway).
     Raises ImportProblem for a document that is not OpenAPI 3, OSError if it cannot be read."""
     doc = Document(read_document(spec))
-    mapping = map_document(doc, tags=tags, paths=paths)
+    mapping = map_document(doc, tags=tags, paths=paths, idempotency=idempotency)
     source = Path(spec).name
     module = identifier(handlers_module, "handlers")
     return ImportedWorld(

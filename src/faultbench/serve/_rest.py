@@ -15,6 +15,7 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
   503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
   missing record, 400 for arguments or a
   handler's refusal, with `{"error": {"type", "message", "fault"}}`.
+- An `Idempotency-Key` header is the argument an operation's `idempotency: {key:}` names.
 - Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
   Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
 """
@@ -150,6 +151,10 @@ async def _arguments(
             given["id"] = value
         else:
             given[_key(name, props)] = value
+    idem = getattr(op, "idempotency", None)
+    header = request.headers.get("idempotency-key")
+    if idem is not None and header:  # Stripe's and others' header: the declared key argument
+        given[idem.key] = header
     args: dict[str, Any] = {}
     ignored: list[str] = []
     for k, v in given.items():
