@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -226,7 +226,10 @@ def status_of(result: CallResult) -> int:
 def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
     headers = {"X-Faultbench-Call": result.call_id}
     if ignored:
-        headers["X-Faultbench-Ignored"] = ",".join(sorted(ignored))[:500]
+        # percent-encoded: a header is latin-1, and request keys are any text
+        headers["X-Faultbench-Ignored"] = ",".join(quote(k, safe="[]") for k in sorted(ignored))[
+            :500
+        ]
     if not result.ok:
         body = {
             "error": {"type": result.error_kind, "message": result.error, "fault": result.fault}
