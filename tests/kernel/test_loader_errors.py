@@ -250,7 +250,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler, description, idempotency or scopes; did you mean 'filter'?",
+            "filter, handler, description, input_schema, http, idempotency or scopes; did you mean "
+            "'filter'?",
         ),
         (
             8, 14,

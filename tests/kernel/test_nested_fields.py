@@ -51,7 +51,9 @@ services:
 """
 
 
-TYPES = "expected one of str, int, float, bool, datetime, enum[a, b] or ref[service.record]"
+TYPES = (
+    "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
+)
 
 
 def load(tmp_path: Path, text: str = WORLD, seed: int | None = None) -> World:
