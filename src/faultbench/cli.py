@@ -20,11 +20,14 @@ COMMANDS = (
     "shrink",
     "plan",
     "compare",
+    "import",
 )
+#: commands whose module cannot have the command's name (`import` is a keyword)
+_MODULES = {"import": "import_"}
 
 
 def _load(name: str) -> ModuleType:
-    return importlib.import_module(f"faultbench.commands.{name}")
+    return importlib.import_module(f"faultbench.commands.{_MODULES.get(name, name)}")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -42,7 +45,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         try:
             mod = _load(name) if name == chosen or chosen is None else None
         except ModuleNotFoundError as exc:
-            if exc.name != f"faultbench.commands.{name}":
+            if exc.name != f"faultbench.commands.{_MODULES.get(name, name)}":
                 raise
             continue  # command not built yet
         p = sub.add_parser(name, help=getattr(mod, "HELP", None) if mod else None)

@@ -129,6 +129,9 @@ LOWLEVEL_NAMES = {
     # a failing run against the closest passing one, in words (summary, report, `diff`)
     "explain_runs",
     "RunExplanation",
+    # the OpenAPI importer names records as the reader will accept them (issue 22)
+    "plural",
+    "WORLD_ATTRIBUTES",
 }
 
 

@@ -259,7 +259,7 @@ async def test_2000_deep_arguments_are_a_tool_error(shop, mode):
 
 
 async def test_an_exception_inside_the_server_is_an_internal_error_result(shop, mode, monkeypatch):
-    async def broken(tool, args=None):
+    async def broken(tool, args=None, **kwargs):  # kwargs: the server passes token= (issue 21)
         raise RuntimeError("disk on fire")
 
     server = build_server(shop)

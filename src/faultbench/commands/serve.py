@@ -32,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "/faultbench/) instead of stdio",
     )
     parser.add_argument(
+        "--rest",
+        action="store_true",
+        help="also answer each operation's http: method and path (a world imported from an "
+        "OpenAPI document), on the --http server (implies --http); docs/IMPORT.md",
+    )
+    parser.add_argument(
         "--host",
         default="127.0.0.1",
         help="address to bind with --http (default: 127.0.0.1); a non-loopback address "
@@ -119,6 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.http = args.http or args.rest
     if not args.http:
         for flag, value in (
             ("--isolate", args.isolate),
@@ -340,6 +347,7 @@ async def _serve_http(
         token=args.token,
         journal=journal,
         max_sessions=args.max_sessions,
+        rest=args.rest,
     )
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:

@@ -37,11 +37,13 @@ from ._spec._code import add_tools as add_tools
 from ._spec._code import empty_spec as empty_spec
 from ._spec._rows import generate_rows as generate_rows
 from ._spec._schema import operation_args as operation_args
+from ._spec._types import WORLD_ATTRIBUTES as WORLD_ATTRIBUTES
 from ._store._events import add_log_line as add_log_line
 from ._store._incall import ToolCharges as ToolCharges
 from ._store._incall import running_call as running_call
 from ._text._keys import id_order as id_order
 from ._text._names import did_you_mean as did_you_mean
+from ._text._names import plural as plural
 from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
@@ -69,6 +71,7 @@ __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
     "MODEL_KINDS",
+    "WORLD_ATTRIBUTES",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
@@ -95,6 +98,7 @@ __all__ = [
     "parse_faults",
     "pin_block",
     "read_bounded",
+    "plural",
     "render_faults",
     "running_call",
     "show_repr",

@@ -5,7 +5,8 @@ streamable HTTP (`faultbench serve`). Imports mcp; `import faultbench` does not 
 rest is what `faultbench serve` (faultbench.commands) is built from: the stdio and HTTP loops,
 the loopback socket, the per-session event journals and the MCP form of a tool.
 `MCP_VERSION` is the installed MCP SDK's (1.x or 2.x, both served: `_sdk.py`);
-`connect_in_process` opens that SDK's own client on a server in this process; `to_wire` gives
+`connect_in_process` opens that SDK's own client on a server in this process, `connect_client`
+on one elsewhere (a stdio command or an HTTP URL: `faultbench import mcp`); `to_wire` gives
 an SDK model in wire form.
 """
 
@@ -17,6 +18,7 @@ from ._http import serve_http as serve_http
 from ._journal import JournalError as JournalError
 from ._journal import Journals as Journals
 from ._sdk import MCP_VERSION as MCP_VERSION
+from ._sdk import connect as connect_client
 from ._sdk import connect_in_process as connect_in_process
 from ._sdk import dump as to_wire
 from ._server import WorldServer as WorldServer
@@ -33,6 +35,7 @@ __all__ = [
     "WorldServer",
     "build_app",
     "build_server",
+    "connect_client",
     "connect_in_process",
     "is_loopback",
     "listen_socket",

@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
 from ._journal import JournalError
+from ._rest import rest_routes
 from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
 from ._server import SESSION_HEADER, WorldServer
 
@@ -136,8 +137,10 @@ def build_app(
     token: str | None = None,
     journal: Journals | None = None,
     max_sessions: int | None = None,
+    rest: bool = False,
 ) -> ASGIApp:
-    """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`.
+    """The ASGI app: MCP streamable HTTP at `/mcp`, control API under `/faultbench/`, and
+    with `rest` the world's operations at their `http:` method and path (`_rest.py`).
 
     At most `max_sessions` MCP sessions are open at once (default `MAX_SESSIONS`).
     Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
@@ -158,7 +161,7 @@ def build_app(
         session_idle_timeout=SESSION_IDLE_S,
         security=security,
         host=host,
-        routes=control.routes(),
+        routes=[*control.routes(), *(rest_routes(server) if rest else [])],
     )
     # Open sessions are counted (and capped at `max_sessions`) with or without --isolate:
     # each holds memory in the SDK until it ends or idles out. With --isolate, a session's

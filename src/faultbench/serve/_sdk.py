@@ -51,6 +51,7 @@ __all__ = [
     "Server",
     "TransportSecurityMiddleware",
     "TransportSecuritySettings",
+    "connect",
     "connect_in_process",
     "dump",
     "init_server",
@@ -255,4 +256,42 @@ async def connect_in_process(server: Any) -> AsyncIterator[Any]:
     # 1.x only (2.x's own module has no such function), hence looked up, not imported by name
     memory: Any = importlib.import_module("mcp.shared.memory")
     async with memory.create_connected_server_and_client_session(server) as session:
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def connect(target: str | list[str], *, timeout: float = 30) -> AsyncIterator[Any]:
+    """The SDK's own client connected to a server elsewhere: a stdio command (argv list,
+    started as a child process) or a streamable HTTP URL. 2.x's `mcp.Client`, 1.x's
+    initialized `ClientSession` over the SDK's transports; both answer `list_tools()` and
+    `call_tool(name, arguments)` with the SDK's result models (read them with `dump`)."""
+    from mcp.client.stdio import StdioServerParameters
+
+    if MCP_MAJOR >= 2:
+        import mcp
+
+        where: Any = target
+        if isinstance(target, list):
+            where = StdioServerParameters(command=target[0], args=target[1:])
+        async with mcp.Client(where, read_timeout_seconds=timeout) as client:
+            yield client
+        return
+    from datetime import timedelta
+
+    from mcp import ClientSession
+
+    wait: Any = timedelta(seconds=timeout)  # 1.x takes a timedelta (2.x's stubs say float)
+    async with contextlib.AsyncExitStack() as stack:
+        if isinstance(target, list):
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(command=target[0], args=target[1:])
+            read, write = await stack.enter_async_context(stdio_client(params))
+        else:
+            http: Any = importlib.import_module("mcp.client.streamable_http")
+            read, write, _ = await stack.enter_async_context(http.streamable_http_client(target))
+        session = await stack.enter_async_context(
+            ClientSession(read, write, read_timeout_seconds=wait)
+        )
+        await session.initialize()
         yield session

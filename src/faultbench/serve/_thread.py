@@ -31,11 +31,17 @@ _STOP_S = 10.0
 
 @contextmanager
 def serve_in_thread(
-    world: World | WorldServer, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+    world: World | WorldServer,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    rest: bool = False,
 ) -> Iterator[str]:
     """Serve `world` (a World, or a WorldServer from `build_server`) over streamable HTTP in a
     background thread; yields the MCP URL (`http://127.0.0.1:PORT/mcp`, a free port by
-    default) and stops the server, draining open requests, on exit.
+    default) and stops the server, draining open requests, on exit. With `rest`, the world's
+    operations also answer their `http:` paths there (`faultbench serve --rest`).
 
     >>> with serve_in_thread(world) as url:  # doctest: +SKIP
     ...     run_my_agent(url)
@@ -46,7 +52,7 @@ def serve_in_thread(
     from ._server import WorldServer, build_server
 
     server = world if isinstance(world, WorldServer) else build_server(world)
-    app = build_app(server, host=host, token=token)
+    app = build_app(server, host=host, token=token, rest=rest)
     sock = listen_socket(host, port)  # a port in use fails here, in the caller's thread
     started = threading.Event()
     box: dict[str, Any] = {}

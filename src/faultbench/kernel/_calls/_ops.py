@@ -214,7 +214,7 @@ class CompiledOp:
         self.tool = Tool(
             name=op.name,
             description=default_description(op, spec.records),
-            input_schema=input_schema(args),
+            input_schema=input_schema(args) if op.input_schema is None else op.input_schema,
             service=op.service,
             kind=op.kind,
             record=op.record,

@@ -21,9 +21,16 @@ from ._lists import _ListsLoader
 from ._writes import _WritesLoader
 
 OPERATION_KEYS = (
-    "kind", "record", "filter", "handler", "description", "sort", "page", "idempotency", "scopes",
-    "set", "then",
+    "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
+    "http", "idempotency", "scopes", "set", "then",
 )  # fmt: skip
+HTTP_KEYS = ("method", "path", "status", "items", "envelope")
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_HTTP_PATH = re.compile(r"/[^\s?#]*")
+_JSON_KINDS: dict[str, str] = {
+    "string": "str", "integer": "int", "number": "float", "boolean": "bool",
+    "array": "list", "object": "dict",
+}  # fmt: skip
 OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -114,6 +121,8 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         handler = decl.get("handler")
         description = self.text(decl, "description", "description")
         params: tuple[ParamSpec, ...] = ()
+        schema = self.op_input_schema(tool, kind, decl)
+        http = self.op_http(tool, decl)
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -126,7 +135,7 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             else:
                 try:
                     func = resolve_handler(handler, self.base_dir)
-                    params = handler_params(func)
+                    params = handler_params(func) if schema is None else schema_params(schema)
                 except HandlerProblem as exc:
                     self.at_value(decl, "handler", f"handler '{handler}': {exc}")
                 else:
@@ -143,9 +152,75 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         return OperationSpec(
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
-            where=where, sort=sort, page=page,
+            where=where, sort=sort, page=page, input_schema=schema, http=http,
             idempotency=idempotency, scopes=scopes, set=sets, then=then,
         )  # fmt: skip
+
+    def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
+        """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the
+        envelope its rows go under, and `envelope:`, the rest of that answer)."""
+        if "http" not in decl:
+            return None
+        value = decl["http"]
+        example = "http: {method: GET, path: /v1/charges/{charge}}"
+        if not isinstance(value, dict):
+            self.at_value(decl, "http", f"http of '{tool}' must be a mapping; expected {example}")
+            return None
+        before = len(self.doc.problems)
+        self.unknown_keys(value, HTTP_KEYS, f"http of '{tool}'")
+        method, path = value.get("method"), value.get("path")
+        if method not in HTTP_METHODS:
+            self.at_key(
+                decl, "http",
+                f"http of '{tool}' has method {short_repr(method)}; expected one of "
+                f"{one_of(HTTP_METHODS)} ({example})",
+            )  # fmt: skip
+        if not isinstance(path, str) or not _HTTP_PATH.fullmatch(path):
+            self.at_key(
+                decl, "http",
+                f"http of '{tool}' has path {short_repr(path)}; expected a path starting "
+                f"with / and without a query ({example})",
+            )  # fmt: skip
+        status = value.get("status", 200)
+        if not isinstance(status, int) or isinstance(status, bool) or not 200 <= status < 300:
+            self.at_value(value, "status", "status must be a 2xx code such as 200 or 201")
+        if "items" in value and not isinstance(value["items"], str):
+            self.at_value(value, "items", "items must be the envelope key of a list's rows")
+        if "envelope" in value and not isinstance(value["envelope"], dict):
+            self.at_value(value, "envelope", "envelope must be a mapping (the list answer)")
+        if len(self.doc.problems) > before:
+            return None
+        plain: dict[str, Any] = _plain(value)
+        return plain
+
+    def op_input_schema(self, tool: str, kind: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
+        """`input_schema:`, a custom tool's JSON Schema given verbatim (its handler then
+        takes the arguments as `**args`), as plain JSON data."""
+        if "input_schema" not in decl:
+            return None
+        value = decl["input_schema"]
+        if kind != "custom":
+            self.at_key(
+                decl, "input_schema",
+                f"'input_schema' is only for kind: custom (this operation is kind: {kind}); "
+                "remove it",
+            )  # fmt: skip
+            return None
+        props = value.get("properties", {}) if isinstance(value, dict) else None
+        if (
+            not isinstance(value, dict)
+            or value.get("type", "object") != "object"
+            or not isinstance(props, dict)
+            or not all(isinstance(p, dict) for p in props.values())
+        ):
+            self.at_value(
+                decl, "input_schema",
+                f"input_schema of '{tool}' must be a JSON Schema of an object; expected e.g. "
+                "{type: object, properties: {city: {type: string}}, required: [city]}",
+            )  # fmt: skip
+            return None
+        plain: dict[str, Any] = _plain(value)
+        return plain
 
     def op_record(
         self, tool: str, kind: str, ops: dict[Any, Any], decl: dict[Any, Any]
@@ -218,3 +293,39 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
                     f"of {one_of(names)}{did_you_mean(item, names)}",
                 )  # fmt: skip
         return tuple(dict.fromkeys(value))
+
+
+def _plain(value: Any) -> Any:
+    """YAML data as plain JSON types (what a tool listing sends)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def schema_params(schema: dict[str, Any]) -> tuple[ParamSpec, ...]:
+    """A custom tool's arguments from its `input_schema:`: each top-level property typed by
+    its JSON type (an enum of strings as an enum; several types, or none, as any value)."""
+    required = set(schema.get("required") or ())
+    out = []
+    for name, prop in (schema.get("properties") or {}).items():
+        types = prop.get("type")
+        listed = [types] if isinstance(types, str) else list(types or [])
+        nullable = "null" in listed
+        listed = [t for t in listed if t != "null"]
+        enum = prop.get("enum")
+        kind = _JSON_KINDS.get(listed[0], "any") if len(listed) == 1 else "any"
+        choices: tuple[str, ...] = ()
+        if isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum):
+            kind, choices = "enum", tuple(dict.fromkeys(enum))
+        param = ParamSpec(
+            name,
+            kind,  # type: ignore[arg-type]  # a ParamSpec kind: _JSON_KINDS holds only those
+            required=name in required,
+            choices=choices,
+            nullable=nullable or name not in required,
+            description=str(prop.get("description") or ""),
+        )
+        out.append(param)
+    return tuple(out)

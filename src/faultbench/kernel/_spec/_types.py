@@ -146,6 +146,12 @@ class OperationSpec(msgspec.Struct, frozen=True):
     description: str | None = None  # from the file, else the handler's docstring
     params: tuple[ParamSpec, ...] = ()  # custom operations only
     loc: Location | None = None
+    #: `input_schema:` as written (custom operations only): the tool's JSON Schema, shown to
+    #: agents verbatim (an imported MCP server's tool); `params` are read from it
+    input_schema: dict[str, Any] | None = None
+    #: `http:` as written: the REST request this operation answers under `faultbench serve
+    #: --rest` (`method`, `path`; for lists `items` and `envelope`; `status`)
+    http: dict[str, Any] | None = None
     idempotency: IdempotencySpec | None = None
     scopes: tuple[str, ...] = ()  # every scope a caller needs (worlds with `auth:`)
     #: fields a create or update sets, whatever the arguments (they are not arguments)

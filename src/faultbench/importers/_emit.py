@@ -1,0 +1,217 @@
+"""A `Mapping` written out: the world file (YAML a person reads and edits, with comments
+naming where each part came from) and the module of generated handlers.
+
+The YAML is written by hand rather than by `yaml.dump` for the comments and a stable,
+readable layout: block mappings, flow lists for short lists of words, literal blocks for
+descriptions of several lines, and double quotes for any text YAML would read as something
+else. The same mapping gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ._names import identifier
+from ._openapi import Mapping, Operation
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*(\[[^#\n]*\])?\??")
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+
+
+def quote(text: str) -> str:
+    """Double-quoted YAML for `text` (JSON-style escapes, which YAML reads the same)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif not ch.isprintable() or ch in "\ufeff\u2028\u2029":
+            code = ord(ch)
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def scalar(value: Any, *, flow: bool = False) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    text = str(value)
+    pattern = _WORD if flow else _PLAIN
+    if pattern.fullmatch(text) and text.lower() not in _YAML_WORDS and ": " not in text:
+        return text
+    return quote(text)
+
+
+def key(name: str) -> str:
+    return scalar(name, flow=True)
+
+
+def _block(value: Any, indent: int) -> Iterator[str]:
+    pad = "  " * indent
+    for k, v in value.items():
+        if isinstance(v, dict) and v:
+            yield f"{pad}{key(k)}:"
+            yield from _block(v, indent + 1)
+        elif isinstance(v, dict):
+            yield f"{pad}{key(k)}: {{}}"
+        elif isinstance(v, list):
+            yield f"{pad}{key(k)}: [{', '.join(scalar(x, flow=True) for x in v)}]"
+        elif isinstance(v, str) and "\n" in v:
+            yield from _text(f"{pad}{key(k)}:", v, pad + "  ")
+        else:
+            yield f"{pad}{key(k)}: {scalar(v)}"
+
+
+def _text(head: str, text: str, pad: str) -> Iterator[str]:
+    lines = text.strip("\n").splitlines()
+    if (lines and lines[0][:1].isspace()) or any(not ln.isprintable() for ln in lines if ln):
+        yield f"{head} {quote(text)}"
+        return
+    yield f"{head} |-"
+    for line in lines:
+        yield f"{pad}{line.rstrip()}" if line.strip() else ""
+
+
+def _comment(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _operation_body(op: Operation, handlers: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"kind": op.kind}
+    if op.record:
+        body["record"] = op.record
+    if op.kind == "custom":
+        body["handler"] = f"{handlers}.{identifier(op.tool, 'op')}"
+    if op.filter:
+        simple = all(ops == ["eq"] for ops in op.filter.values())
+        body["filter"] = list(op.filter) if simple else dict(op.filter)
+    if op.sort:
+        body["sort"] = op.sort
+    if op.page:
+        body["page"] = op.page
+    if op.scopes:
+        body["scopes"] = op.scopes
+    if op.idempotency_key:
+        body["idempotency"] = {"key": op.idempotency_key, "window": "24h"}
+    http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
+    if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
+        http["status"] = int(op.status)
+    if op.items:
+        http["items"] = op.items
+    if op.envelope:
+        http["envelope"] = op.envelope
+    body["http"] = http
+    if op.description:
+        body["description"] = op.description
+    return body
+
+
+def world_text(m: Mapping, *, source: str, handlers: str) -> str:
+    """The world file. `handlers` is the module name custom operations point at."""
+    lines = [
+        f"# Imported from {source} ({_comment(m.title) or 'untitled'}, OpenAPI {m.version})",
+        "# by `faultbench import openapi`. An ordinary world file: edit it freely. Each operation",
+        "# names the method and path it came from; custom operations answer from generated",
+        f"# handlers in {handlers}.py (the smallest value their response schema accepts).",
+        f"name: {scalar(m.name)}",
+    ]
+    if m.title:
+        lines.append(f"description: {scalar(_comment(m.title))}")
+    lines.append("seed: 1")
+    if m.principals:
+        lines.append("auth:")
+        lines.append("  principals:")
+        for name, scopes in m.principals.items():
+            lines.append(
+                f"    {key(name)}: {{scopes: [{', '.join(scalar(s, flow=True) for s in scopes)}]}}"
+            )
+    lines.append("services:")
+    services: list[str] = list(
+        dict.fromkeys(
+            [*(r.service for r in m.records.values()), *(o.service for o in m.operations)]
+        )
+    )
+    for svc in services:
+        lines.append(f"  {key(svc)}:")
+        recs = [r for r in m.records.values() if r.service == svc]
+        if recs:
+            lines.append("    records:")
+            for r in recs:
+                lines.append(f"      # components.schemas.{r.schema_name}")
+                if r.fields:
+                    lines.append(f"      {key(r.name)}:")
+                    lines.extend(_block(r.fields, 4))
+                else:
+                    lines.append(f"      {key(r.name)}: {{}}")
+        ops = [o for o in m.operations if o.service == svc]
+        if ops:
+            lines.append("    operations:")
+            for o in ops:
+                lines.append(f"      # {o.method.upper()} {o.path} ({_comment(o.operation_id)})")
+                lines.append(f"      {key(o.tool)}:")
+                lines.extend(_block(_operation_body(o, handlers), 4))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The handlers module
+# ---------------------------------------------------------------------------------------------
+
+
+def _doc(text: str) -> str:
+    return text.replace("\\", "/").replace('"""', "'''").strip()
+
+
+def handlers_text(m: Mapping, *, source: str) -> str:
+    """The module of the custom operations' handlers ('' when there is none)."""
+    customs = [o for o in m.operations if o.kind == "custom"]
+    if not customs:
+        return ""
+    out = [
+        f'"""Handlers of the custom operations imported from {_doc(source)} by `faultbench import',
+        "openapi`. Each returns the smallest answer its response schema accepts: edit them to read",
+        'and write the world\'s tables (world.<record>) like any handler."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any, Literal  # noqa: F401",
+        "",
+    ]
+    for o in customs:
+        params = sorted(o.params, key=lambda p: not p.required)
+        sig = ["world: Any", "clock: Any"]
+        if params:
+            sig.append("*")
+        for p in params:
+            ann = p.annotation
+            if p.required:
+                sig.append(f"{p.name}: {ann}")
+            else:
+                if ann != "Any" and not ann.endswith("| None"):
+                    ann += " | None"
+                sig.append(f"{p.name}: {ann} = None")
+        out.append("")
+        out.append(f"def {identifier(o.tool, 'op')}({', '.join(sig)}) -> Any:")
+        summary = _doc((o.description or f"{o.method.upper()} {o.path}").split("\n\n")[0])
+        summary = " ".join(summary.split())[:200]
+        doc = [f'    """{summary}', "", f"    {o.method.upper()} {_doc(o.path)}"]
+        described = [p for p in params if p.description]
+        if described:
+            doc += ["", "    Args:"]
+            doc += [f"        {p.name}: {_doc(p.description)}" for p in described]
+        out.extend(doc)
+        out.append('    """')
+        out.append(f"    return {o.answer!r}")
+        out.append("")
+    return "\n".join(out)

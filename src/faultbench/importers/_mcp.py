@@ -1,0 +1,320 @@
+"""A live MCP server's tools as a world: same names, descriptions and input schemas.
+
+`read_server` connects through `faultbench.serve.connect_client` (the installed SDK's own
+client, mcp 1.x or 2.x) to a stdio command or a streamable HTTP URL, lists the tools and,
+with `record=True`, calls each once (with the arguments given for it, else the smallest its
+schema accepts) to keep a real answer. `mcp_world` writes the world: every tool a custom
+operation whose `input_schema:` is the server's, verbatim, so an agent lists the same tools;
+a family of tools that looks like CRUD over one resource (`create_note` with `get_note`,
+`list_notes`, `update_note` or `delete_note`) gets a record, from the create tool's
+arguments, and handlers that write and read that table, so the imported world keeps state;
+every other tool answers its recorded value, or the smallest value its output schema
+accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._document import Document
+from ._emit import _block, _text, key, scalar
+from ._names import identifier, record_name, snake
+from ._openapi_import import ImportedWorld
+from ._shapes import FieldTypes, answer
+
+_VERBS = {
+    "create": "create", "add": "create", "new": "create", "insert": "create",
+    "get": "get", "read": "get", "fetch": "get", "show": "get",
+    "list": "list", "search": "list", "find": "list",
+    "update": "update", "edit": "update", "set": "update", "modify": "update",
+    "delete": "delete", "remove": "delete",
+}  # fmt: skip
+
+
+@dataclass
+class ServerTools:
+    """What a server said: its name, its tools in wire form, answers recorded per tool."""
+
+    name: str
+    tools: list[dict[str, Any]]
+    recorded: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _value(result: dict[str, Any]) -> Any:
+    """A tool result's value: its structured content, else its text (as JSON when it is)."""
+    if "structuredContent" in result:
+        return result["structuredContent"]
+    texts = [c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text"]
+    text = "\n".join(texts)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+async def read_server(
+    target: str | list[str],
+    *,
+    record: bool = False,
+    arguments: Mapping[str, dict[str, Any]] | None = None,
+    timeout: float = 30,
+) -> ServerTools:
+    from faultbench.serve import connect_client, to_wire
+
+    arguments = arguments or {}
+    async with connect_client(target, timeout=timeout) as client:
+        listed = await client.list_tools()
+        tools = [to_wire(t) for t in listed.tools]
+        name = "mcp_server"
+        info = getattr(client, "server_info", None) or getattr(
+            getattr(client, "initialize_result", None), "server_info", None
+        )
+        if info is not None and getattr(info, "name", None):
+            name = str(info.name)
+        out = ServerTools(name, tools)
+        if not record:
+            return out
+        for tool in tools:
+            args = arguments.get(tool["name"])
+            if args is None:
+                schema = tool.get("inputSchema") or {}
+                args = answer(Document(dict(schema)), schema)
+            try:
+                result = to_wire(await client.call_tool(tool["name"], args))
+            except Exception as exc:  # a server's failure is a note, not an aborted import
+                out.notes.append(f"{tool['name']}: recording failed: {type(exc).__name__}: {exc}")
+                continue
+            if result.get("isError"):
+                text = str(_value(result))[:200]
+                out.notes.append(
+                    f"{tool['name']}: the server refused {json.dumps(args)} ({text}); its stub "
+                    "answers the default (pass --call NAME=JSON with arguments it accepts)"
+                )
+                continue
+            out.recorded[tool["name"]] = _value(result)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# CRUD families
+# ---------------------------------------------------------------------------------------------
+
+
+def _verb_noun(tool: str) -> tuple[str, str] | None:
+    words = snake(tool).split("_")
+    if len(words) < 2 or words[0] not in _VERBS:
+        return None
+    verb = _VERBS[words[0]]
+    noun = "_".join(words[1:])
+    if verb == "list" and noun.endswith("s"):
+        noun = noun[:-1]
+    return verb, noun
+
+
+def _id_argument(schema: dict[str, Any], noun: str) -> str | None:
+    props = schema.get("properties") or {}
+    required = list(schema.get("required") or props)
+    for name in (*required, *props):
+        low = snake(name)
+        if low in ("id", f"{noun}_id") or low.endswith("_id") or low == "uid":
+            return str(name)
+    return None
+
+
+@dataclass
+class Family:
+    noun: str
+    record: str
+    tools: dict[str, str]  # verb -> tool name
+    fields: dict[str, Any]
+    id_args: dict[str, str]  # tool -> its id argument
+
+
+def families(tools: Sequence[dict[str, Any]]) -> tuple[list[Family], list[tuple[str, str]]]:
+    """CRUD-looking families (a create and at least one other verb over the same noun), and
+    the fields of their records that could not be mapped."""
+    by_noun: dict[str, dict[str, dict[str, Any]]] = {}
+    for tool in tools:
+        vn = _verb_noun(tool["name"])
+        if vn is not None:
+            by_noun.setdefault(vn[1], {}).setdefault(vn[0], tool)
+    out: list[Family] = []
+    skipped: list[tuple[str, str]] = []
+    taken: set[str] = set()
+    for noun, verbs in by_noun.items():
+        if "create" not in verbs or len(verbs) < 2:
+            continue
+        create_schema = verbs["create"].get("inputSchema") or {}
+        record = record_name(noun, taken)
+        types = FieldTypes(Document(dict(create_schema)), {})
+        fields = types.fields(create_schema, record, depth=0, stack=())
+        fields.pop("id", None)
+        skipped.extend(types.skipped)
+        id_args: dict[str, str] = {}
+        ok = True
+        for verb in ("get", "update", "delete"):
+            if verb in verbs:
+                arg = _id_argument(verbs[verb].get("inputSchema") or {}, noun)
+                if arg is None:
+                    ok = False
+                id_args[verbs[verb]["name"]] = arg or ""
+        if ok and fields:
+            out.append(
+                Family(noun, record, {v: t["name"] for v, t in verbs.items()}, fields, id_args)
+            )
+    return out, skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# The world and its handlers
+# ---------------------------------------------------------------------------------------------
+
+
+def _schema_yaml(schema: dict[str, Any], pad: str) -> list[str]:
+    """A JSON Schema as indented JSON (JSON is YAML), kept exactly as the server sent it."""
+    text = json.dumps(schema, indent=2, ensure_ascii=False)
+    lines = text.splitlines()
+    return [f"{pad}input_schema: {lines[0]}", *(f"{pad}  {ln}" for ln in lines[1:])]
+
+
+def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers: str) -> str:
+    lines = [
+        f"# Imported from the MCP server `{source}` by `faultbench import mcp`. Every tool has the",
+        "# server's name, description and input schema; its answer comes from",
+        f"# {handlers}.py (CRUD families write and read a record; the rest answer a value",
+        "# recorded from the server, or the smallest one their output schema accepts).",
+        f"name: {scalar(identifier(snake(server.name) or 'mcp_server'))}",
+        "seed: 1",
+        "services:",
+        "  tools:",
+    ]
+    if fams:
+        lines.append("    records:")
+        for fam in fams:
+            lines.append(f"      # from the arguments of {fam.tools['create']}")
+            lines.append(f"      {key(fam.record)}:")
+            lines.extend(_block(fam.fields, 4))
+    lines.append("    operations:")
+    for tool in server.tools:
+        lines.append(f"      {key(tool['name'])}:")
+        lines.append("        kind: custom")
+        lines.append(f"        handler: {handlers}.{_func(tool['name'])}")
+        desc = tool.get("description")
+        if desc:
+            lines.extend(
+                _text("        description:", desc, "          ")
+                if "\n" in desc
+                else [f"        description: {scalar(desc)}"]
+            )
+        lines.extend(_schema_yaml(tool.get("inputSchema") or {"type": "object"}, "        "))
+    return "\n".join(lines) + "\n"
+
+
+def _func(tool: str) -> str:
+    return identifier(re.sub(r"\W", "_", tool), "tool")
+
+
+def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> str:
+    crud = {t: (verb, fam) for fam in fams for verb, t in fam.tools.items()}
+    out = [
+        f'"""Handlers of the tools imported from the MCP server `{source}` by `faultbench',
+        "import mcp`. Edit them freely: a handler reads and writes the world's tables, and its",
+        'answer is what the agent gets."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+        "",
+        "def _fields(args: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:",
+        "    return {k: v for k, v in args.items() if k in names}",
+        "",
+    ]
+    for tool in server.tools:
+        name = tool["name"]
+        func = _func(name)
+        out.append("")
+        out.append(f"def {func}(world: Any, clock: Any, **args: Any) -> Any:")
+        if name in crud:
+            verb, fam = crud[name]
+            names = tuple(fam.fields)
+            table = f"world.table({fam.record!r})"
+            ident = fam.id_args.get(name, "")
+            if verb == "create":
+                out.append(f"    return {table}.insert(**_fields(args, {names!r})).to_dict()")
+            elif verb == "list":
+                out.append(f"    wanted = _fields(args, {names!r})")
+                out.append(f"    return [r.to_dict() for r in {table}.where(**wanted)]")
+            elif verb == "get":
+                out.append(f"    row = {table}.get(str(args[{ident!r}]))")
+                out.append("    if row is None:")
+                out.append(
+                    f'        raise LookupError(f"no {fam.noun} with id {{args[{ident!r}]!r}}")'
+                )
+                out.append("    return row.to_dict()")
+            elif verb == "update":
+                out.append(
+                    f"    return {table}.update(str(args[{ident!r}]), "
+                    f"**_fields(args, {names!r})).to_dict()"
+                )
+            else:
+                out.append(f"    {table}.delete(str(args[{ident!r}]))")
+                out.append(f"    return {{'id': str(args[{ident!r}]), 'deleted': True}}")
+        elif name in server.recorded:
+            out.append("    # recorded from the server")
+            out.append(f"    return {server.recorded[name]!r}")
+        else:
+            schema = tool.get("outputSchema")
+            value = answer(Document(dict(schema)), schema) if schema else None
+            out.append(f"    return {value!r}")
+        out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# import_mcp
+# ---------------------------------------------------------------------------------------------
+
+
+def import_mcp(
+    target: str | list[str],
+    *,
+    record: bool = False,
+    arguments: Mapping[str, dict[str, Any]] | None = None,
+    handlers_module: str = "imported_handlers",
+    timeout: float = 30,
+) -> ImportedWorld:
+    """Map the tools of the MCP server at `target` (a stdio command as an argv list, or a
+    streamable HTTP URL) to a world. With `record`, each tool is called once (with
+    `arguments[tool]`, else the smallest arguments its schema accepts) and its stub answers
+    what the server answered."""
+    import anyio
+
+    server = anyio.run(
+        lambda: read_server(target, record=record, arguments=arguments, timeout=timeout)
+    )
+    fams, skipped = families(server.tools)
+    source = target if isinstance(target, str) else " ".join(target)
+    module = identifier(handlers_module, "handlers")
+    crud = {t for fam in fams for t in fam.tools.values()}
+    report = {
+        "server": server.name,
+        "tools": len(server.tools),
+        "crud": len(crud),
+        "custom": len(server.tools) - len(crud),
+        "recorded": sorted(server.recorded),
+        "records": {fam.record: sorted(fam.tools.values()) for fam in fams},
+        "fields_skipped": [{"where": w, "why": y} for w, y in skipped],
+        "notes": server.notes,
+    }
+    return ImportedWorld(
+        world=world_text(server, fams, source=source, handlers=module),
+        handlers_module=module,
+        handlers=handlers_text(server, fams, source=source),
+        report=report,
+    )

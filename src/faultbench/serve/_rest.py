@@ -1,0 +1,298 @@
+"""The REST face of a world (`faultbench serve --rest`): every operation with an `http:` key
+answers its method and path, on the same loopback HTTP server as MCP and the control API.
+
+A request becomes one `World.acall`, so faults, the log, replay and the control API see it as
+they see an MCP call: an injected timeout after commit is an HTTP 504 after the write.
+
+- Arguments: path parameters (the last one is the `id` of a get, update or delete), the query
+  string (GET, DELETE) and the body (JSON, or `application/x-www-form-urlencoded` with
+  bracketed keys as Stripe and other deepObject APIs send them: `address[city]=Paris`,
+  `expand[]=customer`), text converted to the type the tool's schema gives. Keys the tool
+  does not take are ignored and named in the `X-Faultbench-Ignored` header (SDKs send
+  options a world does not model, such as `expand`).
+- Answers: the operation's value as JSON with `http.status` (200 by default); a list's rows
+  under `http.items` inside `http.envelope`. Failures: the fault's HTTP status (`http_503` is
+  503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
+  missing record, 400 for arguments or a
+  handler's refusal, with `{"error": {"type", "message", "fault"}}`.
+- An `Idempotency-Key` header is the argument an operation's `idempotency: {key:}` names.
+- Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
+  Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from faultbench.kernel import CallResult, World
+
+    from ._server import WorldServer
+
+_PARAM = re.compile(r"\{([^{}/]+)\}")
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RESERVED = ("/mcp", "/faultbench")
+_WITH_ID = ("get", "update", "delete")
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests -> arguments
+# ---------------------------------------------------------------------------------------------
+
+
+def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Form or query pairs with bracketed keys as nested data: `a[b]=1` -> {a: {b: '1'}},
+    `a[]=x&a[]=y` and `a[0]=x` -> {a: ['x', 'y']}."""
+    out: dict[str, Any] = {}
+    for raw, value in pairs:
+        head = raw.split("[", 1)[0]
+        path = [head, *_BRACKETS.findall(raw[len(head) :])]
+        node: Any = out
+        for i, part in enumerate(path):
+            last = i == len(path) - 1
+            nxt = path[i + 1] if not last else None
+            if isinstance(node, list):
+                if part == "" or not part.isdigit():
+                    node.append(value if last else ([] if nxt in ("",) else {}))
+                    node = node[-1]
+                    continue
+                idx = int(part)
+                while len(node) <= idx:
+                    node.append(None)
+                if last:
+                    node[idx] = value
+                else:
+                    if node[idx] is None:
+                        node[idx] = [] if nxt == "" else {}
+                    node = node[idx]
+                continue
+            if last:
+                if part in node and isinstance(node[part], list):
+                    node[part].append(value)
+                else:
+                    node[part] = value
+            else:
+                if part not in node or not isinstance(node[part], dict | list):
+                    node[part] = [] if nxt == "" or (nxt or "").isdigit() else {}
+                node = node[part]
+    return out
+
+
+def _types(schema: dict[str, Any]) -> tuple[list[str], bool]:
+    raw = schema.get("type")
+    types = [raw] if isinstance(raw, str) else list(raw or [])
+    return [t for t in types if t != "null"], "null" in types or (
+        "enum" in schema and None in schema["enum"]
+    )
+
+
+def coerce(value: Any, schema: dict[str, Any]) -> Any:
+    """Text from a query or a form in the type `schema` asks for (JSON bodies pass as is)."""
+    types, nullable = _types(schema)
+    kind = types[0] if len(types) == 1 else None
+    if isinstance(value, str):
+        if value == "" and nullable:
+            return None
+        if kind == "integer" and re.fullmatch(r"-?\d+", value):
+            return int(value)
+        if kind == "number":
+            try:
+                return float(value)
+            except ValueError:
+                return value
+        if kind == "boolean" and value in ("true", "false"):
+            return value == "true"
+        if kind == "array":
+            return [coerce(value, schema.get("items") or {})]
+        return value
+    if isinstance(value, dict) and kind == "array":
+        value = [value[k] for k in sorted(value, key=lambda k: int(k) if k.isdigit() else 0)]
+    if isinstance(value, list):
+        return [coerce(v, schema.get("items") or {}) for v in value]
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        return {k: coerce(v, props.get(k) or {}) for k, v in value.items()}
+    return value
+
+
+async def _arguments(
+    request: Request, op: Any, schema: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    props = schema.get("properties") or {}
+    given: dict[str, Any] = {}
+    if request.method in ("GET", "DELETE"):
+        given.update(nest(list(request.query_params.multi_items())))
+    else:
+        given.update(nest(list(request.query_params.multi_items())))
+        body = await request.body()
+        ctype = request.headers.get("content-type", "")
+        if body and "json" in ctype:
+            data = json.loads(body)
+            if isinstance(data, dict):
+                given.update(data)
+        elif body:
+            given.update(nest(parse_qsl(body.decode("utf-8"), keep_blank_values=True)))
+    names = _PARAM.findall(op.http["path"])
+    params = request.path_params
+    for i, name in enumerate(names):
+        value = params.get(_route_name(name, i))
+        if value is None:
+            continue
+        if op.kind in _WITH_ID and i == len(names) - 1:
+            given["id"] = value
+        else:
+            given[_key(name, props)] = value
+    idem = getattr(op, "idempotency", None)
+    header = request.headers.get("idempotency-key")
+    if idem is not None and header:  # Stripe's and others' header: the declared key argument
+        given[idem.key] = header
+    args: dict[str, Any] = {}
+    ignored: list[str] = []
+    for k, v in given.items():
+        key = _key(k, props)
+        if key in props:
+            args[key] = coerce(v, props[key])
+        else:
+            ignored.append(k)
+    return args, ignored
+
+
+def _token(world: World, request: Request) -> str | None:
+    """The access token of a request to a world with `auth:`: `Authorization: Bearer TOKEN`,
+    or HTTP basic with the token as the user name (how Stripe's API keys travel)."""
+    if world.spec.auth is None:
+        return None
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip() or None
+    if scheme.lower() == "basic":
+        import base64
+        import binascii
+
+        try:
+            user = base64.b64decode(value.strip()).decode("utf-8").partition(":")[0]
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return user or None
+    return None
+
+
+def _key(name: str, props: dict[str, Any]) -> str:
+    """The tool argument a request key names: as written, else as an identifier."""
+    if name in props:
+        return name
+    alt = re.sub(r"\W+", "_", name).strip("_")
+    return alt if alt in props else name
+
+
+def _route_name(name: str, i: int) -> str:
+    return name if _IDENT.fullmatch(name) else f"p{i}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Results -> responses
+# ---------------------------------------------------------------------------------------------
+
+
+def status_of(result: CallResult) -> int:
+    kind = result.error_kind or ""
+    if kind.startswith("http_") and kind[5:].isdigit():
+        return int(kind[5:])
+    if kind.startswith("timeout"):
+        return 504
+    if kind in ("not_found", "unknown_tool"):
+        return 404
+    if kind in ("invalid_arguments", "handler_error", "clock_overflow"):
+        return 400
+    if kind == "rate_limit":
+        return 429
+    # issue 21's auth and concurrency errors, and its auth faults
+    statuses = {
+        "unauthorized": 401, "token_expired": 401, "revoked": 401, "insufficient_scope": 403,
+        "conflict": 409, "idempotency_conflict": 409, "expired_cursor": 400,
+    }  # fmt: skip
+    return statuses.get(kind, 500)
+
+
+def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
+    headers = {"X-Faultbench-Call": result.call_id}
+    if ignored:
+        # percent-encoded: a header is latin-1, and request keys are any text
+        headers["X-Faultbench-Ignored"] = ",".join(quote(k, safe="[]") for k in sorted(ignored))[
+            :500
+        ]
+    if not result.ok:
+        body = {
+            "error": {"type": result.error_kind, "message": result.error, "fault": result.fault}
+        }
+        return JSONResponse(body, status_code=status_of(result), headers=headers)
+    value = result.value
+    items = op.http.get("items")
+    if items and isinstance(value, list):
+        value = {**(op.http.get("envelope") or {}), items: value}
+    elif items and isinstance(value, dict) and isinstance(value.get("data"), list):
+        page = dict(value)  # a paginated list: rows, has_more, next_cursor
+        value = {**(op.http.get("envelope") or {}), **page, items: page.pop("data")}
+    status = int(op.http.get("status", 200))
+    if status == 204:  # No Content: the answer has no body
+        return Response(status_code=204, headers=headers)
+    return JSONResponse(value, status_code=status, headers=headers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Routes
+# ---------------------------------------------------------------------------------------------
+
+Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _endpoint(world: World, by_method: dict[str, Any]) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        op = by_method.get(request.method)
+        if op is None:
+            return JSONResponse(
+                {"error": {"type": "method_not_allowed", "message": f"{request.method} "
+                           f"{request.url.path}: expected one of {', '.join(sorted(by_method))}"}},
+                status_code=405,
+            )  # fmt: skip
+        schema = world.tool(op.name).input_schema
+        try:
+            args, ignored = await _arguments(request, op, schema)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return JSONResponse(
+                {"error": {"type": "invalid_request", "message": f"unreadable body: {exc}"}},
+                status_code=400,
+            )
+        result = await world.acall(op.name, args, token=_token(world, request))
+        return respond(op, result, ignored)
+
+    return endpoint
+
+
+def rest_routes(server: WorldServer) -> list[Route]:
+    """One route per path of the world's operations that have `http:`, in file order."""
+    world = server.world
+    by_path: dict[str, dict[str, Any]] = {}
+    for op in world.spec.operations.values():
+        if op.http is None or op.http["path"].startswith(_RESERVED):
+            continue
+        by_path.setdefault(op.http["path"], {}).setdefault(op.http["method"], op)
+    routes = []
+    for path, methods in by_path.items():
+        names = _PARAM.findall(path)
+        route_path = path
+        for i, name in enumerate(names):
+            route_path = route_path.replace("{" + name + "}", "{" + _route_name(name, i) + "}", 1)
+        routes.append(Route(route_path, _endpoint(world, methods), methods=list(methods)))
+    # a fixed segment beats a parameter (`/v1/charges/search` before `/v1/charges/{charge}`)
+    routes.sort(key=lambda r: [s.startswith("{") for s in r.path.split("/")])
+    return routes

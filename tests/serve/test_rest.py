@@ -1,0 +1,97 @@
+"""`faultbench serve --rest`: a world imported from an OpenAPI document answers its REST paths
+(JSON and form bodies with bracketed keys, path ids, query filters, list envelopes, errors
+with HTTP statuses), every request through World.acall: faults are real HTTP statuses and
+the control API sees the calls."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from faultbench import load_world
+from faultbench.serve import serve_in_thread
+from tests.importers.test_openapi import THINGS
+
+
+@pytest.fixture
+def things_world(tmp_path):
+    from faultbench.importers import import_openapi
+
+    spec = tmp_path / "things.json"
+    spec.write_text(json.dumps(THINGS))
+    imported = import_openapi(spec, handlers_module="things_handlers")
+    world_file = tmp_path / "things.yaml"
+    world_file.write_text(
+        imported.world + "faults:\n  things.create_thing:\n    script: {3: timeout}\n"
+    )
+    (tmp_path / "things_handlers.py").write_text(imported.handlers)
+    return load_world(world_file)
+
+
+def test_a_world_answers_its_rest_paths(things_world):
+    with serve_in_thread(things_world, rest=True) as url:
+        base = url.removesuffix("/mcp")
+        with httpx.Client(base_url=base) as http:
+            made = http.post("/v1/things", json={"name": "lamp", "status": "new", "count": 2})
+            assert made.status_code == 201, made.text
+            lamp = made.json()
+            assert lamp["name"] == "lamp"
+            assert lamp["object"] == "thing"
+            # a form body, as Stripe's SDK sends it
+            form = http.post(
+                "/v1/things",
+                content="name=chair&status=used&count=4&weight=2.5",
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert form.status_code == 201, form.text
+            assert (form.json()["count"], form.json()["weight"]) == (4, 2.5)
+            got = http.get(f"/v1/things/{lamp['id']}")
+            assert got.json()["name"] == "lamp"
+            listed = http.get("/v1/things", params={"status": "used", "expand[]": "x"})
+            assert listed.status_code == 200
+            assert [t["name"] for t in listed.json()["data"]] == ["chair"]
+            assert listed.headers["x-faultbench-ignored"] == "expand"
+            changed = http.patch(f"/v1/things/{lamp['id']}", json={"status": "used"})
+            assert changed.json()["status"] == "used"
+            assert http.get("/v1/things/nope").status_code == 404
+            bad = http.post("/v1/things", json={"name": "x", "count": "many"})
+            assert bad.status_code == 400
+            assert bad.json()["error"]["type"] == "invalid_arguments"
+            archived = http.post(f"/v1/things/{lamp['id']}/archive?reason=old")
+            assert archived.json()["kind"] == "archive"
+            assert http.delete(f"/v1/things/{lamp['id']}").status_code == 204
+            assert http.get(f"/v1/things/{lamp['id']}").status_code == 404
+            assert http.put("/v1/things").status_code == 405
+
+
+def test_a_timeout_after_commit_is_a_504_and_the_write_is_there(things_world):
+    with serve_in_thread(things_world, rest=True) as url:
+        base = url.removesuffix("/mcp")
+        with httpx.Client(base_url=base) as http:
+            for name in ("a", "b"):
+                assert http.post("/v1/things", json={"name": name}).status_code == 201
+            third = http.post("/v1/things", json={"name": "c"})
+            assert third.status_code == 504
+            assert third.json()["error"]["fault"] == "timeout"
+            names = [t["name"] for t in http.get("/v1/things").json()["data"]]
+            assert names == ["a", "b", "c"]  # committed, then the answer was lost
+            events = http.get("/faultbench/events").text
+            assert "create_thing" in events
+    assert [c.tool for c in things_world.trace.calls_to("create_thing")] == ["create_thing"] * 3
+
+
+def test_nested_form_keys_become_nested_values():
+    from faultbench.serve._rest import nest
+
+    pairs = [
+        ("address[city]", "Paris"), ("address[line1]", "1 rue"), ("expand[]", "a"),
+        ("expand[]", "b"), ("items[0][price]", "p1"), ("items[1][price]", "p2"), ("n", "1"),
+    ]  # fmt: skip
+    assert nest(pairs) == {
+        "address": {"city": "Paris", "line1": "1 rue"},
+        "expand": ["a", "b"],
+        "items": [{"price": "p1"}, {"price": "p2"}],
+        "n": "1",
+    }
