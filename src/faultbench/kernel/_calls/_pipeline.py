@@ -125,25 +125,38 @@ class Pipeline:
 
     def call(self, tool: str, args: Any = None) -> CallResult:
         """Run one tool call; never raises for anything the agent sent. Atomic: the book's
-        lock is held from deciding to committing (see `Book.lock`)."""
-        with self.book.lock:
-            d = Draft(self.book.state)
+        lock is held from deciding to committing (see `Book.lock`); a handler of a call
+        running now (`Book.busy`) is refused. Lock by `acquire`/`release`, not `with`: half
+        the instructions on CPython 3.11, on a path of ~65k per plain call."""
+        book = self.book
+        lock = book.lock
+        lock.acquire()
+        try:
+            if book.busy is not None:
+                raise book.busy_error(f"world.call({tool!r})")
+            state = book.state
+            d = Draft(state)
             op = self.ops.get(tool)
-            plan = self.plan()
+            plan = self.plan(state.settings)
             if op is not None and not plan.may_fault(op.spec):
                 result = _run_plain(self, d, op, tool, args)
             else:
                 result = _run_one(self, d, plan, tool, args)
-            self.book.commit(d)
+            book.commit_locked(d)
+        finally:
+            lock.release()
         return result
 
     def call_together(self, calls: Sequence[tuple[Any, Any]]) -> list[CallResult]:
         """Run `calls` (tool, args) as calls made at the same moment; see `run_batch`."""
         order = canonical_order(calls)
-        with self.book.lock:
-            d = Draft(self.book.state)
+        book = self.book
+        with book.lock:
+            if book.busy is not None:
+                raise book.busy_error("world.call_together()")
+            d = Draft(book.state)
             ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
-            self.book.commit(d)
+            book.commit_locked(d)
         results: list[Any] = [None] * len(calls)
         for i, result in zip(order, ordered):
             results[i] = result

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar, cast
 
 from ._events import Event
@@ -43,7 +43,7 @@ from ._state import State
 class Store(Protocol):
     """What tables and the clock read and write through: a `Book`, a `Draft` or a handler's
     transaction. `lock` is held around a write's read-decide-emit (the book's lock; a draft,
-    which one call owns, has none to take)."""
+    which one call owns, has none: None)."""
 
     @property
     def state(self) -> State: ...
@@ -52,7 +52,7 @@ class Store(Protocol):
     def call_id(self) -> str | None: ...
 
     @property
-    def lock(self) -> AbstractContextManager[Any]: ...
+    def lock(self) -> AbstractContextManager[Any] | None: ...
 
     def emit(self, event: Event) -> None: ...
 
@@ -62,17 +62,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def atomic(method: F) -> F:
     """A table or clock write that reads its store's state, decides an event from it and
-    emits it, done under the store's lock, so another thread cannot write in between."""
+    emits it, done under the store's lock (if it has one), so another thread cannot write in
+    between."""
 
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._store.lock:
+        lock = self._store.lock
+        if lock is None:
+            return method(self, *args, **kwargs)
+        with lock:
             return method(self, *args, **kwargs)
 
     return cast("F", run)
-
-
-_NO_LOCK = nullcontext()
 
 
 class Draft:
@@ -81,7 +82,7 @@ class Draft:
     __slots__ = ("base", "call_id", "pending", "state")
 
     #: a draft belongs to the one call deciding it: nothing to lock
-    lock: AbstractContextManager[Any] = _NO_LOCK
+    lock: AbstractContextManager[Any] | None = None
 
     def __init__(self, base: State, call_id: str | None = None):
         self.base = base
@@ -116,12 +117,13 @@ class Draft:
 class Book:
     """The state and the log of one world; the only object that assigns either."""
 
-    __slots__ = ("_busy", "_seg", "_state", "call_id", "lock")
+    __slots__ = ("_seg", "_state", "busy", "call_id", "lock")
 
     def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
         self._state = state
         self._seg = Segment(None, 0, items) if log is None else log.branch(items)
-        self._busy: str | None = None
+        #: the handler running now, if any (set only by `hold`)
+        self.busy: str | None = None
         self.call_id: str | None = None  # writes through the book itself belong to no call
         #: held by every change and by every call from decision to commit (see above)
         self.lock = threading.RLock()
@@ -139,9 +141,10 @@ class Book:
     # --- the three ways state changes ----------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        self.refuse_own_handler(f"to write to the world ({type(event).__name__})")
+        if self.busy is not None:
+            self.refuse_own_handler(f"to write to the world ({type(event).__name__})")
         with self.lock:
-            if self._busy is not None:
+            if self.busy is not None:
                 raise self.busy_error(f"to write to the world ({type(event).__name__})")
             self._state = apply(self._state, event)
             self._seg.items.append(event)
@@ -149,22 +152,28 @@ class Book:
     def commit(self, draft: Draft) -> None:
         """Take over `draft`, decided on this book's current state: its events join the log."""
         with self.lock:
-            if draft.base is not self._state:
-                raise RuntimeError(
-                    f"a draft begun at event {draft.base.seq} cannot be committed: the world "
-                    f"is at event {self._state.seq} (calls are atomic; something wrote in "
-                    "between)"
-                )
-            if draft.pending:
-                self._state = draft.state
-                self._seg.items.extend(draft.pending)
+            self.commit_locked(draft)
+
+    def commit_locked(self, draft: Draft) -> None:
+        """`commit`, by a caller that holds `lock` already (a call, from decision to commit:
+        taking the lock again would cost as much as the rest of a plain `get`)."""
+        if draft.base is not self._state:
+            raise RuntimeError(
+                f"a draft begun at event {draft.base.seq} cannot be committed: the world "
+                f"is at event {self._state.seq} (calls are atomic; something wrote in "
+                "between)"
+            )
+        if draft.pending:
+            self._state = draft.state
+            self._seg.items.extend(draft.pending)
 
     def rewind(self, state: State, log: EventLog) -> None:
         """State and log become `state` and `log` (a snapshot's). Anyone holding a view of
         the events after it keeps them: the book starts a new segment on `log`."""
-        self.refuse_own_handler("world.restore()")
+        if self.busy is not None:
+            self.refuse_own_handler("world.restore()")
         with self.lock:
-            if self._busy is not None:
+            if self.busy is not None:
                 raise self.busy_error("world.restore()")
             self._state = state
             self._seg = log.branch()
@@ -174,28 +183,24 @@ class Book:
     @contextmanager
     def hold(self, who: str) -> Iterator[None]:
         """While `who` (a custom handler) runs, refuse direct writes, calls and restores."""
-        outer, self._busy = self._busy, who
+        outer, self.busy = self.busy, who
         try:
             yield
         finally:
-            self._busy = outer
-
-    @property
-    def busy(self) -> str | None:
-        """The handler running now, if any."""
-        return self._busy
+            self.busy = outer
 
     def refuse_own_handler(self, what: str) -> None:
         """Raise if the running code is a handler of this book's own call, in this thread or
         in one it waits for (an `async def` tool's worker): waiting for the lock its call
-        holds would never end."""
+        holds would never end. Only while `busy`: a handler's call sets it before the handler
+        runs and clears it after, so callers check `busy` first and spare this look-up."""
         running = running_call()
         if running is not None and running.owner is self:
             raise self.busy_error(what)
 
     def busy_error(self, what: str) -> RuntimeError:
         return RuntimeError(
-            f"handler {self._busy} tried {what} while its call is running. A handler reads "
+            f"handler {self.busy} tried {what} while its call is running. A handler reads "
             "and writes through the `world` argument it receives (its call's transaction), "
             "and cannot call tools."
         )

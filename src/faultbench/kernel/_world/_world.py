@@ -228,11 +228,9 @@ class World:
         """Call a tool as an agent would. Never raises for bad input: the result says.
         Safe from several threads: calls are serialised, each one atomic (see `Book.lock`)."""
         book = self._book
-        book.refuse_own_handler(f"world.call({tool!r})")
-        with book.lock:
-            if book.busy is not None:
-                raise book.busy_error(f"world.call({tool!r})")
-            return self._pipeline.call(tool, args)
+        if book.busy is not None:  # a handler runs: if it is this world's own, refuse
+            book.refuse_own_handler(f"world.call({tool!r})")
+        return self._pipeline.call(tool, args)
 
     def call_together(
         self, calls: Sequence[tuple[str, Mapping[str, Any] | None]]
@@ -242,11 +240,9 @@ class World:
         completion. The log is the same whatever order `calls` come in (they are put in a
         canonical order first); results come back in the order given."""
         book = self._book
-        book.refuse_own_handler("world.call_together()")
-        with book.lock:
-            if book.busy is not None:
-                raise book.busy_error("world.call_together()")
-            return self._pipeline.call_together(list(calls))
+        if book.busy is not None:
+            book.refuse_own_handler("world.call_together()")
+        return self._pipeline.call_together(list(calls))
 
     async def acall(self, tool: str, args: Mapping[str, Any] | None = None) -> CallResult:
         """`call` from async code (trio or asyncio): calls made concurrently form one batch,
@@ -453,7 +449,7 @@ def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> Book:
         )
     )
     for rname, rows in _seed_rows(spec, seed).items():
-        table = Table(book, spec.records[rname])
+        table = Table(book, spec.records[rname])  # unlocked: no other thread has `book` yet
         for row in rows:
             table.insert(**row)
     return book
