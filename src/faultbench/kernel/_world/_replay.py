@@ -266,6 +266,17 @@ def _fold(
     return state
 
 
+def _on_clock(state: State, ev: Event) -> bool:
+    """Check `ev`'s time: at the clock (event 0, which sets it: in the calendar). False for
+    event 0, which needs no other check."""
+    if ev.seq == 0:
+        _in_calendar(ev, ev.at)
+        return False
+    if ev.at != state.clock:
+        raise _off_clock(state, ev)
+    return True
+
+
 def _off_clock(state: State, ev: Event) -> ReplayError:
     return ReplayError(
         f"{type(ev).__name__} is stamped {ev.at.isoformat()}, but the clock was at "
@@ -303,10 +314,8 @@ class _Checker:
         check = self._by_type.get(type(ev))
         if check is not None:
             check(state, ev)
-        elif ev.seq == 0:
-            _in_calendar(ev, ev.at)
-        elif ev.at != state.clock:
-            raise _off_clock(state, ev)
+        else:
+            _on_clock(state, ev)
 
     def _first(self, state: State, ev: WorldCreated | LogRewound) -> None:
         if ev.seq == 0:
@@ -328,11 +337,8 @@ class _Checker:
             )
 
     def _created(self, state: State, ev: RecordCreated) -> None:
-        if ev.seq == 0:
-            _in_calendar(ev, ev.at)
+        if not _on_clock(state, ev):
             return
-        if ev.at != state.clock:
-            raise _off_clock(state, ev)
         fields = self._fields.get(ev.table)
         if fields is not None:
             self._typed(ev, ev.fields, fields, whole=True)
@@ -340,11 +346,8 @@ class _Checker:
                 raise ReplayError(f"RecordCreated of id {ev.id!r} has another id in its fields")
 
     def _updated(self, state: State, ev: RecordUpdated) -> None:
-        if ev.seq == 0:
-            _in_calendar(ev, ev.at)
+        if not _on_clock(state, ev):
             return
-        if ev.at != state.clock:
-            raise _off_clock(state, ev)
         fields = self._fields.get(ev.table)
         if fields is not None:
             self._typed(ev, ev.changes, fields, whole=False)
@@ -352,11 +355,8 @@ class _Checker:
                 self._same(state, ev, ev.old, set(ev.changes))
 
     def _deleted(self, state: State, ev: RecordDeleted) -> None:
-        if ev.seq == 0:
-            _in_calendar(ev, ev.at)
+        if not _on_clock(state, ev):
             return
-        if ev.at != state.clock:
-            raise _off_clock(state, ev)
         if ev.old:
             self._same(state, ev, ev.old, None)
 
