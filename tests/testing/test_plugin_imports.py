@@ -32,8 +32,16 @@ def test_the_plugin_imports_no_server_library_unless_a_fixture_needs_one(fb):
     fb.makepyfile(test_imports=CHECK)
     # (LangSmith's plugin, installed with LangChain in the mcp 1.x environment, imports anyio.)
     result = fb.runpytest_subprocess(
-        "-p", "no:trio", "-p", "no:anyio", "-p", "no:asyncio", "-p", "no:langsmith_plugin",
-        "-p", "no:schemathesis",
+        "-p",
+        "no:trio",
+        "-p",
+        "no:anyio",
+        "-p",
+        "no:asyncio",
+        "-p",
+        "no:langsmith_plugin",
+        "-p",
+        "no:schemathesis",
     )
     result.assert_outcomes(passed=3)
 

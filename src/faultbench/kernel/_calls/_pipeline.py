@@ -131,29 +131,41 @@ class Pipeline:
 
     def call(self, tool: str, args: Any = None, token: str | None = None) -> CallResult:
         """Run one tool call; never raises for anything the agent sent. Atomic: the book's
-        lock is held from deciding to committing (see `Book.lock`). `token`: the caller's
-        access token, in a world with `auth:` (see `_auth.py`)."""
-        with self.book.lock:
-            d = Draft(self.book.state)
+        lock is held from deciding to committing (see `Book.lock`); a handler of a call
+        running now (`Book.busy`) is refused. `token`: the caller's access token, in a world
+        with `auth:` (see `_auth.py`). Lock by `acquire`/`release`, not `with`: half the
+        instructions on CPython 3.11, on a path of ~65k per plain call."""
+        book = self.book
+        lock = book.lock
+        lock.acquire()
+        try:
+            if book.busy is not None:
+                raise book.busy_error(f"world.call({tool!r})")
+            d = Draft(book.state)
             fire_due(d, d.state.clock)  # effects due by now come before the call
             op = self.ops.get(tool)
-            plan = self.plan()
+            plan = self.plan(d.state.settings)
             if op is not None and not plan.may_fault(op.spec) and self.spec.auth is None:
                 result = _run_plain(self, d, op, tool, args)
             else:
                 result = _run_one(self, d, plan, tool, args, token)
-            self.book.commit(d)
+            book.commit_locked(d)
+        finally:
+            lock.release()
         return result
 
     def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]:
         """Run `calls` (tool, args) or (tool, args, token) as calls made at the same moment;
         see `run_batch`."""
         order = canonical_order([(c[0], c[1]) for c in calls])
-        with self.book.lock:
-            d = Draft(self.book.state)
+        book = self.book
+        with book.lock:
+            if book.busy is not None:
+                raise book.busy_error("world.call_together()")
+            d = Draft(book.state)
             fire_due(d, d.state.clock)
             ordered = run_batch(self, d, self.plan(), [calls[i] for i in order])
-            self.book.commit(d)
+            book.commit_locked(d)
         results: list[Any] = [None] * len(calls)
         for i, result in zip(order, ordered):
             results[i] = result

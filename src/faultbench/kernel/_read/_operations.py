@@ -15,10 +15,10 @@ from .._spec._handlers import HandlerProblem, handler_description, handler_param
 from .._spec._types import OperationSpec, ParamSpec
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
-from ._auth import _AuthLoader
-from ._effects import _EffectsLoader
-from ._lists import _ListsLoader
-from ._writes import _WritesLoader
+from ._features._auth import _AuthLoader
+from ._features._effects import _EffectsLoader
+from ._features._lists import _ListsLoader
+from ._features._writes import _WritesLoader
 
 OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",

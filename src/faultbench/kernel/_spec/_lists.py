@@ -4,7 +4,7 @@ A filter `{amount: [gt, lte]}` becomes one tool argument per operator, named
 `<field>_<operator>` (`amount_gt`, `status_in`), except `eq`, which keeps the field's own
 name (`status`), as the old `filter: [status]` did. Which operators a field takes depends on
 its type (`OPERATORS_FOR`); `sort:` entries are field names, `-` first for descending; the
-paging arguments (`PAGE_ARGS`) are reserved names. The loader (`_read/_lists.py`) checks a
+paging arguments (`PAGE_ARGS`) are reserved names. The loader (`_read/_features/_lists.py`) checks a
 file against these; the schema (`_schema.py`) and the runner (`_calls/_lists.py`) use them.
 """
 

@@ -26,7 +26,9 @@ from ._nested import INT_MIN as INT_MIN
 from ._nested import SCALAR_NOUNS, NestedError, conform, describe, json_schema
 from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
-# --- how kinds read in messages and schemas ------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# How kinds read in messages and schemas
+# ---------------------------------------------------------------------------------------------
 
 _encode = msgspec.json.Encoder().encode
 
@@ -70,7 +72,9 @@ _INT_RANGE = f"an integer from {INT_MIN} to {INT_MAX}"
 _FINITE = "a finite number"
 
 
-# --- arguments -------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------------
 
 
 class Arg(msgspec.Struct, frozen=True):
@@ -374,7 +378,9 @@ def _a(noun: str) -> str:
     return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
 
-# --- JSON Schema -----------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# JSON Schema
+# ---------------------------------------------------------------------------------------------
 
 
 def arg_schema(a: Arg) -> dict[str, Any]:
@@ -410,7 +416,9 @@ def input_schema(args: list[Arg]) -> dict[str, Any]:
     }
 
 
-# --- msgspec validation ----------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Msgspec validation
+# ---------------------------------------------------------------------------------------------
 
 _UTC_DT = Annotated[datetime, msgspec.Meta(tz=True)]
 _INT64 = Annotated[int, msgspec.Meta(ge=INT_MIN, le=INT_MAX)]

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, TypeVar, cast
 
 from ._events import Event
@@ -50,7 +50,7 @@ from ._state import State
 class Store(Protocol):
     """What tables and the clock read and write through: a `Book`, a `Draft` or a handler's
     transaction. `lock` is held around a write's read-decide-emit (the book's lock; a draft,
-    which one call owns, has none to take)."""
+    which one call owns, has none: None)."""
 
     @property
     def state(self) -> State: ...
@@ -59,7 +59,7 @@ class Store(Protocol):
     def call_id(self) -> str | None: ...
 
     @property
-    def lock(self) -> AbstractContextManager[Any]: ...
+    def lock(self) -> AbstractContextManager[Any] | None: ...
 
     def emit(self, event: Event) -> None: ...
 
@@ -69,17 +69,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def atomic(method: F) -> F:
     """A table or clock write that reads its store's state, decides an event from it and
-    emits it, done under the store's lock, so another thread cannot write in between."""
+    emits it, done under the store's lock (if it has one), so another thread cannot write in
+    between."""
 
     @functools.wraps(method)
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._store.lock:
+        lock = self._store.lock
+        if lock is None:
+            return method(self, *args, **kwargs)
+        with lock:
             return method(self, *args, **kwargs)
 
     return cast("F", run)
-
-
-_NO_LOCK = nullcontext()
 
 
 class Draft:
@@ -88,7 +89,7 @@ class Draft:
     __slots__ = ("base", "call_id", "pending", "state")
 
     #: a draft belongs to the one call deciding it: nothing to lock
-    lock: AbstractContextManager[Any] = _NO_LOCK
+    lock: AbstractContextManager[Any] | None = None
 
     def __init__(self, base: State, call_id: str | None = None):
         self.base = base
@@ -123,12 +124,13 @@ class Draft:
 class Book:
     """The state and the log of one world; the only object that assigns either."""
 
-    __slots__ = ("_busy", "_depth", "_seg", "_state", "call_id", "lock", "watcher")
+    __slots__ = ("_depth", "_seg", "_state", "busy", "call_id", "lock", "watcher")
 
     def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
         self._state = state
         self._seg = Segment(None, 0, items) if log is None else log.branch(items)
-        self._busy: str | None = None
+        #: the handler running now, if any (set only by `hold`)
+        self.busy: str | None = None
         self.call_id: str | None = None  # writes through the book itself belong to no call
         #: held by every change and by every call from decision to commit (see above)
         self.lock = threading.RLock()
@@ -149,9 +151,10 @@ class Book:
     # --- the three ways state changes ----------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        self.refuse_own_handler(f"to write to the world ({type(event).__name__})")
+        if self.busy is not None:
+            self.refuse_own_handler(f"to write to the world ({type(event).__name__})")
         with self.lock:
-            if self._busy is not None:
+            if self.busy is not None:
                 raise self.busy_error(f"to write to the world ({type(event).__name__})")
             state, seg = self._state, self._seg
             self._state = apply(state, event)
@@ -162,25 +165,31 @@ class Book:
     def commit(self, draft: Draft) -> None:
         """Take over `draft`, decided on this book's current state: its events join the log."""
         with self.lock:
-            if draft.base is not self._state:
-                raise RuntimeError(
-                    f"a draft begun at event {draft.base.seq} cannot be committed: the world "
-                    f"is at event {self._state.seq} (calls are atomic; something wrote in "
-                    "between)"
-                )
-            if draft.pending:
-                state, seg = self._state, self._seg
-                self._state = draft.state
-                seg.items.extend(draft.pending)
-                if self.watcher is not None and not self._depth:
-                    self._settle(state, EventLog(seg, state.seq))
+            self.commit_locked(draft)
+
+    def commit_locked(self, draft: Draft) -> None:
+        """`commit`, by a caller that holds `lock` already (a call, from decision to commit:
+        taking the lock again would cost as much as the rest of a plain `get`)."""
+        if draft.base is not self._state:
+            raise RuntimeError(
+                f"a draft begun at event {draft.base.seq} cannot be committed: the world "
+                f"is at event {self._state.seq} (calls are atomic; something wrote in "
+                "between)"
+            )
+        if draft.pending:
+            state, seg = self._state, self._seg
+            self._state = draft.state
+            seg.items.extend(draft.pending)
+            if self.watcher is not None and not self._depth:
+                self._settle(state, EventLog(seg, state.seq))
 
     def rewind(self, state: State, log: EventLog) -> None:
         """State and log become `state` and `log` (a snapshot's). Anyone holding a view of
         the events after it keeps them: the book starts a new segment on `log`."""
-        self.refuse_own_handler("world.restore()")
+        if self.busy is not None:
+            self.refuse_own_handler("world.restore()")
         with self.lock:
-            if self._busy is not None:
+            if self.busy is not None:
                 raise self.busy_error("world.restore()")
             before = (self._state, EventLog(self._seg, self._state.seq))
             self._state = state
@@ -226,28 +235,24 @@ class Book:
     @contextmanager
     def hold(self, who: str) -> Iterator[None]:
         """While `who` (a custom handler) runs, refuse direct writes, calls and restores."""
-        outer, self._busy = self._busy, who
+        outer, self.busy = self.busy, who
         try:
             yield
         finally:
-            self._busy = outer
-
-    @property
-    def busy(self) -> str | None:
-        """The handler running now, if any."""
-        return self._busy
+            self.busy = outer
 
     def refuse_own_handler(self, what: str) -> None:
         """Raise if the running code is a handler of this book's own call, in this thread or
         in one it waits for (an `async def` tool's worker): waiting for the lock its call
-        holds would never end."""
+        holds would never end. Only while `busy`: a handler's call sets it before the handler
+        runs and clears it after, so callers check `busy` first and spare this look-up."""
         running = running_call()
         if running is not None and running.owner is self:
             raise self.busy_error(what)
 
     def busy_error(self, what: str) -> RuntimeError:
         return RuntimeError(
-            f"handler {self._busy} tried {what} while its call is running. A handler reads "
+            f"handler {self.busy} tried {what} while its call is running. A handler reads "
             "and writes through the `world` argument it receives (its call's transaction), "
             "and cannot call tools."
         )

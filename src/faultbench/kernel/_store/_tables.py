@@ -321,7 +321,6 @@ class Table:
 
     # --- writes ------------------------------------------------------------------------------
 
-    @atomic
     def insert(self, **fields: Any) -> Record:
         """Create a record. `id` is optional: automatic ids are "1", "2", ... after the largest
         numeric id the table has seen. Returns the new record."""
@@ -349,7 +348,6 @@ class Table:
         self._write(RecordCreated, rid, fields=data)
         return Record(self.name, data)
 
-    @atomic
     def update(self, id: str | int | None = None, /, **fields: Any) -> Record:
         """Change some fields of an existing record; returns the record as it now is.
         `update("1", status="shipped")` and `update(id="1", status="shipped")` both work."""
@@ -388,7 +386,6 @@ class Table:
         self._write(RecordUpdated, rid, changes=changes, old=before)
         return Record(self.name, self._store.state.tables[self.name][rid])
 
-    @atomic
     def delete(self, id: str | int) -> Record:
         """Remove a record; returns it as it was."""
         rid = _as_id(id)
@@ -426,6 +423,18 @@ def _as_id(rid: object) -> str:
     raise RecordError(f"Expected a record id (a string). Instead, received: {show_value(rid)}")
 
 
+class LockedTable(Table):
+    """A world's own table (`world.orders`), which any thread may write to: each write holds
+    the book's lock from reading the state to emitting its event. A handler's transaction,
+    which one call owns, gets a plain `Table` and pays nothing for locking."""
+
+    __slots__ = ()
+
+    insert = atomic(Table.insert)
+    update = atomic(Table.update)
+    delete = atomic(Table.delete)
+
+
 def table_of(tables: dict[str, Table], store: Store, spec: WorldSpec, name: str) -> Table:
     """The table `name` (a record name, "order", or an accessor, "orders") of a world or a
     handler's transaction, made on first use and kept in `tables` under both names."""
@@ -439,6 +448,8 @@ def table_of(tables: dict[str, Table], store: Store, spec: WorldSpec, name: str)
                 f"Expected a table name ({', '.join(names)}). Instead, received: {name!r}."
                 + did_you_mean(name, names, sentence=True)
             )
-        t = tables.get(rname) or Table(store, rspec)
+        t = tables.get(rname)  # not `or`: an empty table is falsy
+        if t is None:
+            t = (Table if store.lock is None else LockedTable)(store, rspec)
         tables[rname] = tables[name] = t
     return t

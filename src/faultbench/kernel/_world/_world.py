@@ -253,11 +253,9 @@ class World:
         Safe from several threads: calls are serialised, each one atomic (see `Book.lock`).
         `token`: the caller's access token, in a world with `auth:` (`issue_token`)."""
         book = self._book
-        book.refuse_own_handler(f"world.call({tool!r})")
-        with book.lock:
-            if book.busy is not None:
-                raise book.busy_error(f"world.call({tool!r})")
-            return self._pipeline.call(tool, args, token)
+        if book.busy is not None:  # a handler runs: if it is this world's own, refuse
+            book.refuse_own_handler(f"world.call({tool!r})")
+        return self._pipeline.call(tool, args, token)
 
     def issue_token(self, principal: str) -> str:
         """A new access token for `principal` of the world's `auth:` block, valid for its
@@ -281,11 +279,9 @@ class World:
         completion. The log is the same whatever order `calls` come in (they are put in a
         canonical order first); results come back in the order given."""
         book = self._book
-        book.refuse_own_handler("world.call_together()")
-        with book.lock:
-            if book.busy is not None:
-                raise book.busy_error("world.call_together()")
-            return self._pipeline.call_together(list(calls))
+        if book.busy is not None:
+            book.refuse_own_handler("world.call_together()")
+        return self._pipeline.call_together(list(calls))
 
     async def acall(
         self, tool: str, args: Mapping[str, Any] | None = None, *, token: str | None = None
@@ -508,7 +504,7 @@ def _seeded(spec: WorldSpec, seed: int, run: int, faults: bool) -> Book:
         )
     )
     for rname, rows in _seed_rows(spec, seed).items():
-        table = Table(book, spec.records[rname])
+        table = Table(book, spec.records[rname])  # unlocked: no other thread has `book` yet
         for row in rows:
             table.insert(**row)
     return book

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._spec._lists import (
+from ..._spec._lists import (
     OPERATORS,
     OPERATORS_FOR,
     PAGE_ARGS,
@@ -18,10 +18,10 @@ from .._spec._lists import (
     arg_name,
     sort_key,
 )
-from .._spec._types import PageSpec
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
-from ._base import _LoaderBase
+from ..._spec._types import PageSpec
+from ..._text._names import did_you_mean, one_of
+from ..._text._show import short_repr
+from .._base import _LoaderBase
 
 PAGE_KEYS = ("style", "size", "max_size")
 PAGE_STYLES = ("cursor", "offset")
