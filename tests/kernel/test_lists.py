@@ -252,6 +252,26 @@ def test_cursors_survive_inserts_and_deletes_between_pages(tmp_path):
     assert rest == [*(str(i) for i in range(10, 41)), "4a"]
 
 
+def test_the_id_of_a_listed_record_names_its_place_as_in_stripe(tmp_path):
+    # Stripe's SDKs page with `starting_after=<last object's id>`, not a cursor
+    world = load(tmp_path)
+    for sort in ("created_at", "-amount"):
+        first = ok(world, "list_charges", {"limit": 5, "sort": sort})
+        last = first["data"][-1]["id"]
+        by_cursor = ok(
+            world,
+            "list_charges",
+            {"limit": 5, "sort": sort, "starting_after": first["next_cursor"]},
+        )
+        by_id = ok(world, "list_charges", {"limit": 5, "sort": sort, "starting_after": last})
+        assert by_id["data"] == by_cursor["data"]
+        before = ok(world, "list_charges", {"limit": 4, "sort": sort, "ending_before": last})
+        assert [r["id"] for r in before["data"]] == [r["id"] for r in first["data"][:4]]
+    world.charges.delete("7")
+    gone = world.call("list_by_id", {"starting_after": "7"})  # no longer a place in the list
+    assert "nor the id of a record it lists" in (gone.error or "")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

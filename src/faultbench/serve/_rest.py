@@ -237,11 +237,14 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
         return JSONResponse(body, status_code=status_of(result), headers=headers)
     value = result.value
     items = op.http.get("items")
+    envelope = dict(op.http.get("envelope") or {})
+    if "url" in envelope:  # a list object names where it was read (Stripe's SDK pages on it)
+        envelope["url"] = op.http["path"]
     if items and isinstance(value, list):
-        value = {**(op.http.get("envelope") or {}), items: value}
+        value = {**envelope, items: value}
     elif items and isinstance(value, dict) and isinstance(value.get("data"), list):
         page = dict(value)  # a paginated list: rows, has_more, next_cursor
-        value = {**(op.http.get("envelope") or {}), **page, items: page.pop("data")}
+        value = {**envelope, **page, items: page.pop("data")}
     status = int(op.http.get("status", 200))
     if status == 204:  # No Content: the answer has no body
         return Response(status_code=204, headers=headers)

@@ -111,7 +111,9 @@ class ListRunner:
                 f"invalid arguments for {self.tool}: pass starting_after or ending_before, not both"
             )
         cursor = args.get("ending_before" if back else "starting_after")
-        after = self._position(cursor, sort, field, "ending_before" if back else "starting_after")
+        after = self._position(
+            cursor, sort, field, "ending_before" if back else "starting_after", rows
+        )
         reverse = desc != back
         inclusive = fault == "page_drift" and after is not None
         ids = self._walk(rows, ix, field, conds, after, reverse, inclusive)
@@ -253,13 +255,18 @@ class ListRunner:
         return token
 
     def _position(
-        self, cursor: str | None, sort: str, field: str, arg: str
+        self, cursor: str | None, sort: str, field: str, arg: str, rows: Any
     ) -> tuple[Any, ...] | None:
         if cursor is None:
             return None
         known = self._issued.get(cursor)
         if known is not None and known[0] == sort:
             return known[1]  # one this runner gave out: no need to decode and check it
+        record = rows.get(cursor) if isinstance(cursor, str) else None
+        if record is not None:
+            # The id of a record that exists, as Stripe's `starting_after` takes: its place
+            # in this order now (sort key, then id), as stable as a cursor while it exists.
+            return self._key(field, record, cursor)
         text, _, mac = cursor.partition(".")
         try:
             payload = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -270,8 +277,9 @@ class ListRunner:
         if not ok or not isinstance(rid, str):
             raise InvalidArguments(
                 f"invalid arguments for {self.tool}: `{arg}`: not a cursor {self.tool} gave "
-                f"out; pass the next_cursor of an earlier {self.tool} result unchanged, or "
-                "leave it out to start from the beginning"
+                f"out, nor the id of a record it lists; pass the next_cursor of an earlier "
+                f"{self.tool} result unchanged (or the id of its last record), or leave it out "
+                "to start from the beginning"
             )
         if got_sort != sort:
             raise InvalidArguments(

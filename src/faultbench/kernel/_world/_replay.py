@@ -81,7 +81,7 @@ class _Coercer:
             RecordCreated: self._created,
             RecordUpdated: self._updated,
             RecordDeleted: self._deleted,
-            EffectScheduled: self._scheduled,
+            EffectScheduled: self._effect,
         }
 
     def _fix(self, table: str, values: dict[str, Any]) -> dict[str, Any] | None:
@@ -135,7 +135,7 @@ class _Coercer:
         old = self._in_order(ev.table, old)
         return ev if old is ev.old else msgspec.structs.replace(ev, old=old)
 
-    def _scheduled(self, ev: EffectScheduled) -> Event:
+    def _effect(self, ev: EffectScheduled) -> Event:
         # what it sets reaches a record when it fires
         changes = self._fix(ev.table, ev.changes)
         return ev if changes is None else msgspec.structs.replace(ev, changes=changes)

@@ -44,6 +44,11 @@ if TYPE_CHECKING:
     from .._inspect._trace import Trace
 
 
+# ---------------------------------------------------------------------------------------------
+# A snapshot: one moment of a world (O(1): a state and a log prefix)
+# ---------------------------------------------------------------------------------------------
+
+
 class Snapshot:
     """A world's state and log at one moment. Taking one is O(1); `world.restore(snap)`
     goes back to it, `world.fork(snap)` branches from it, `world.diff(snap)` compares."""
@@ -86,6 +91,11 @@ class Snapshot:
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         return tables_to_dict(self._state, self._spec.records)
+
+
+# ---------------------------------------------------------------------------------------------
+# The world: the user API of DESIGN.md over one Book and one Pipeline
+# ---------------------------------------------------------------------------------------------
 
 
 class World:
@@ -445,6 +455,11 @@ class World:
         raise TypeError(f"Expected a World or a Snapshot. Instead, received: {other!r}")
 
 
+# ---------------------------------------------------------------------------------------------
+# What forks and restores carry over
+# ---------------------------------------------------------------------------------------------
+
+
 def _carry_over(book: Book, before: Settings, fork_of: int | None) -> None:
     """After `book` moved to another state: log what must stay as it was `before` (a fork's
     `WorldForked`, when `fork_of` is the parent's last seq; the fault rules in force)."""
@@ -472,7 +487,9 @@ def _index(book: Book, spec: WorldSpec) -> None:
         book.rewind(state.derived(index=index), book.log)
 
 
-# --- seeding -------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Seeding: event 0 and the seed rows, from the seed alone
+# ---------------------------------------------------------------------------------------------
 
 
 def _as_logged(value: Any) -> Any:

@@ -340,7 +340,8 @@ def _effects(events: list[Event], origin: datetime) -> list[dict[str, Any]]:
 
 def _mark_violations(detail: dict[str, Any]) -> None:
     """Each call that broke a check carries the rules it broke (the timeline marks it)."""
-    by_id = {c["meta"]["call_id"]: c for c in detail["calls"]}
+    # model calls (the "model" lane) have no tool call id, and no check names them
+    by_id = {c["meta"]["call_id"]: c for c in detail["calls"] if "call_id" in c["meta"]}
     for v in detail["violations"]:
         for call_id in v.get("call_ids", []):
             call = by_id.get(call_id)
