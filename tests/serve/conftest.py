@@ -12,7 +12,14 @@ MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
 # These files test through mcp 2.x's `mcp.Client` (its protocol modes, 2026-07-28) and its HTTP
 # client (httpx2); test_sdks.py covers the same paths through the 1.x SDK's own client.
 collect_ignore = (
-    ["test_server.py", "test_http.py", "test_stdio.py", "test_limits.py", "test_auth.py"]
+    [
+        "test_server.py",
+        "test_http.py",
+        "test_stdio.py",
+        "test_limits.py",
+        "test_auth.py",
+        "test_later.py",
+    ]
     if MCP_MAJOR < 2
     else []
 )
