@@ -9,6 +9,7 @@ value.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,28 @@ class _LoaderBase:
             return {}
         if not isinstance(value, dict):
             self.at_value(parent, key, f"{what} must be a mapping; expected e.g. '{example}'")
+            return None
+        return value
+
+    def named_entry(
+        self,
+        block: dict[Any, Any],
+        name: Any,
+        pattern: re.Pattern[str],
+        bad_name: str,
+        not_mapping: str,
+    ) -> dict[Any, Any] | None:
+        """One entry of a block keyed by names (services, principals): the name must match
+        `pattern` (else `bad_name`, at the key) and the value be a mapping, nothing meaning an
+        empty one (else `not_mapping`, at the value). None when either is wrong."""
+        if not isinstance(name, str) or not pattern.fullmatch(name):
+            self.at_key(block, name, bad_name)
+            return None
+        value = block[name]
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.at_value(block, name, not_mapping)
             return None
         return value
 

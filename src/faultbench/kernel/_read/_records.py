@@ -30,21 +30,14 @@ _SERVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 class _RecordsLoader(_NestedLoader):
     def service_records(self, services: dict[Any, Any], svc: Any, body: Any) -> None:
-        if not _SERVICE.fullmatch(svc):
-            self.at_key(
-                services, svc,
-                f"invalid service name {short_repr(svc)}; expected letters, digits, '_' or '-' "
-                "(no dots: fault keys use service.operation)",
-            )  # fmt: skip
-            return
+        body = self.named_entry(
+            services, svc, _SERVICE,
+            f"invalid service name {short_repr(svc)}; expected letters, digits, '_' or '-' "
+            "(no dots: fault keys use service.operation)",
+            f"service '{svc}' must be a mapping; expected records:, operations: and optionally "
+            "seed:",
+        )  # fmt: skip
         if body is None:
-            body = {}
-        elif not isinstance(body, dict):
-            self.at_value(
-                services, svc,
-                f"service '{svc}' must be a mapping; expected records:, operations: and "
-                "optionally seed:",
-            )  # fmt: skip
             return
         self.unknown_keys(body, SERVICE_KEYS, f"service '{svc}'")
         info = self.services[svc] = {

@@ -44,22 +44,15 @@ class _AuthLoader(_LoaderBase):
                 f"expected e.g. '{_EXAMPLE}'",
             )
             raw = {}
-        for name, decl in raw.items():
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
-                self.at_key(
-                    raw, name,
-                    f"invalid principal name {short_repr(name)}; expected letters, digits, "
-                    "'_', '.' or '-' (up to 64), e.g. support_agent",
-                )  # fmt: skip
-                continue
+        for name in raw:
+            decl = self.named_entry(
+                raw, name, _NAME,
+                f"invalid principal name {short_repr(name)}; expected letters, digits, '_', '.' "
+                "or '-' (up to 64), e.g. support_agent",
+                f"principal '{name}' must be a mapping; expected e.g. "
+                "'{scopes: [orders:read, refunds:write]}'",
+            )  # fmt: skip
             if decl is None:
-                decl = {}
-            if not isinstance(decl, dict):
-                self.at_value(
-                    raw, name,
-                    f"principal '{name}' must be a mapping; expected e.g. "
-                    "'{scopes: [orders:read, refunds:write]}'",
-                )  # fmt: skip
                 continue
             self.unknown_keys(decl, PRINCIPAL_KEYS, f"principal '{name}'")
             principals[name] = self.scope_list(decl, f"principal '{name}'") or ()
