@@ -16,7 +16,7 @@ from faultbench import load_world
 from faultbench.cli import main
 from faultbench.importers import ImportProblem, import_openapi
 
-from .conftest import checkable, corpus
+from .conftest import corpus
 
 # A small API of the usual shape, flat enough for the loader as it is before issue 21.
 THINGS: dict[str, Any] = {
@@ -126,7 +126,7 @@ def _import(tmp_path: Path, spec: Path, *extra: str) -> tuple[Path, dict[str, An
 
 def test_a_small_api_becomes_a_world_whose_tools_behave_as_its_paths(tmp_path, capsys):
     world_file, data = _import(tmp_path, _write(tmp_path, THINGS))
-    ops = data["services"]["things"]["operations"]
+    ops = {n: op for svc in data["services"].values() for n, op in svc["operations"].items()}
     assert {k: (v["kind"], v.get("record")) for k, v in ops.items()} == {
         "list_things": ("list", "thing"),
         "create_thing": ("create", "thing"),
@@ -149,7 +149,7 @@ def test_a_small_api_becomes_a_world_whose_tools_behave_as_its_paths(tmp_path, c
     assert "# DELETE /v1/things/{thing} (deleteThing)" in text
     assert ops["archive_thing"]["handler"] == "world_handlers.archive_thing"
 
-    assert main(["check", str(checkable(world_file))]) == 0
+    assert main(["check", str(world_file)]) == 0
     assert "OK:" in capsys.readouterr().out
 
     world = load_world(world_file)
@@ -295,6 +295,27 @@ def test_references_outside_the_document_are_reported_not_fetched(tmp_path):
     )
 
 
+def test_a_path_keyed_with_a_query_or_fragment_is_served_over_mcp_only(tmp_path, capsys):
+    # Box keys operations `/files/{id}#add_shared_link`, OpenAI `/responses?beta=true`:
+    # HTTP routing cannot tell them from their plain path, so they get no http: key
+    doc = json.loads(json.dumps(THINGS))
+    doc["paths"]["/v1/things#archive"] = {
+        "post": {"operationId": "ArchiveAll", "responses": {"200": {"description": "ok"}}}
+    }
+    doc["paths"]["/v1/things?beta=true"] = {
+        "get": {"operationId": "BetaThings", "responses": {"200": {"description": "ok"}}}
+    }
+    world, data = _import(tmp_path, _write(tmp_path, doc))
+    ops = {n: op for svc in data["services"].values() for n, op in svc["operations"].items()}
+    mcp_only = {n for n, op in ops.items() if "http" not in op}
+    assert len(mcp_only) == 2
+    assert all("http" in op for n, op in ops.items() if n not in mcp_only)
+    notes = import_openapi(_write(tmp_path, doc)).report["notes"]
+    assert sum("served over MCP only" in n for n in notes) == 2
+    assert main(["check", str(world)]) == 0
+    capsys.readouterr()
+
+
 # ---------------------------------------------------------------------------------------------
 # Small real documents
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +345,7 @@ def test_petstore_pets_orders_and_users_with_nested_fields_and_oauth_scopes(tmp_
             "api_key": {"scopes": ["write:pets", "read:pets"]},
         }
     }
-    assert main(["check", str(checkable(world_file))]) == 0
+    assert main(["check", str(world_file)]) == 0
 
 
 def test_every_custom_answer_of_small_documents_is_schema_valid(tmp_path):
@@ -433,7 +454,7 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
 
 def test_petstore_pets_keep_their_nested_category_and_tags(tmp_path):
     world_file, _ = _import(tmp_path, corpus("swagger_petstore_v3.yaml"))
-    world = load_world(checkable(world_file))
+    world = load_world(world_file)
     token = world.issue_token("petstore_auth") if world.spec.auth is not None else None
     pet = {
         "name": "Rex",

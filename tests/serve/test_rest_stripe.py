@@ -12,7 +12,7 @@ import pytest
 
 from faultbench import load_world
 from faultbench.serve import serve_in_thread
-from tests.importers.conftest import checkable, corpus
+from tests.importers.conftest import corpus
 
 stripe = pytest.importorskip("stripe", reason="stripe is a dev dependency of the main environment")
 
@@ -32,7 +32,7 @@ def stripe_world_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         imported.world + "faults:\n  refunds.create_refund:\n    script: {2: timeout}\n"
     )
     (folder / "stripe_handlers.py").write_text(imported.handlers)
-    return checkable(world)
+    return world
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._names import identifier
-from ._openapi import Mapping, Operation
+from ._openapi import Mapping, Operation, rest_routable
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*(\[[^#\n]*\])?\??")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -104,14 +104,15 @@ def _operation_body(op: Operation, handlers: str) -> dict[str, Any]:
         body["scopes"] = op.scopes
     if op.idempotency_key:
         body["idempotency"] = {"key": op.idempotency_key, "window": "24h"}
-    http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
-    if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
-        http["status"] = int(op.status)
-    if op.items:
-        http["items"] = op.items
-    if op.envelope:
-        http["envelope"] = op.envelope
-    body["http"] = http
+    if rest_routable(op.path):  # else MCP only (the import report's notes say so)
+        http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
+        if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
+            http["status"] = int(op.status)
+        if op.items:
+            http["items"] = op.items
+        if op.envelope:
+            http["envelope"] = op.envelope
+        body["http"] = http
     if op.description:
         body["description"] = op.description
     return body

@@ -336,10 +336,23 @@ def map_document(
         principals=principals,
         skipped=m.skipped,
         fields_skipped=[{"where": w, "why": y} for w, y in types.skipped],
-        notes=list(dict.fromkeys(doc.notes)),
+        notes=list(dict.fromkeys(doc.notes))
+        + [
+            f"{o.method.upper()} {o.path} ({o.tool}): served over MCP only; its path carries a "
+            "query or a fragment, which `serve --rest` cannot route (no http: key)"
+            for o in operations
+            if not rest_routable(o.path)
+        ],
         total_operations=len(all_ops),
         total_schemas=len(doc.schemas),
     )
+
+
+def rest_routable(path: str) -> bool:
+    """Whether `serve --rest` can answer at `path`: some documents key two operations on one
+    path with a query (`/responses?beta=true`) or a fragment (`/files/{id}#add_shared_link`),
+    which HTTP routing cannot tell apart."""
+    return "?" not in path and "#" not in path
 
 
 def _escape(name: str) -> str:
