@@ -7,7 +7,8 @@ where wall-clock medians move by 10-30%). Run it under callgrind twice, with N a
 
 WHAT: `call` (N x `World.call("get_order")`, faults off), `agent` (calls that create, update,
 get and fail until the log holds N events), `callsreplay` (`agent`, then with `go` its log
-replayed). Run from the root of the tree to measure (it reads tests/worlds/kernel_shop.yaml),
+replayed), `faults` (N x bench_faults.py's fork suite: 20 forked runs of 5 calls each, latency
+and 10% timeouts on, `world.trace` read per run). Run from the root of the tree to measure (it reads tests/worlds/kernel_shop.yaml),
 with that tree's interpreter; it imports `load_spec` from where either layout keeps it.
 """
 
@@ -51,12 +52,22 @@ def main() -> None:
         calls(n)
     elif what == "agent":
         agent(n)
+    elif what == "faults":
+        sys.path.insert(0, str(Path(__file__).parent))
+        import bench_faults  # a sibling script, for its world and suite
+
+        spec = load_spec("bench.yaml", text=bench_faults.WORLD)
+        bench_faults.suite(spec, "fork", True)  # warm: the plan's keys, the indexes
+        for _ in range(n):
+            bench_faults.suite(spec, "fork", True)
     elif what == "callsreplay":
         log = list(agent(n).events)
         if go:
             replay(SPEC, log)
     else:
-        raise SystemExit(f"Expected call, agent or callsreplay. Instead, received: {what!r}")
+        raise SystemExit(
+            f"Expected call, agent, faults or callsreplay. Instead, received: {what!r}"
+        )
 
 
 if __name__ == "__main__":

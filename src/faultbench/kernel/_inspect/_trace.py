@@ -15,7 +15,7 @@ new events only.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -98,26 +98,39 @@ class _Index:
         self.model: list[ModelCalled | ModelUsed] = []  # the agent's model calls and usage
 
     def feed(self, events: Iterable[Event]) -> None:
+        # One look-up by type, as the reducer does: most events of a log (records, clock
+        # steps) concern no call, and a chain of isinstance tests cost each of them ~6 checks.
+        on = _ON
+        append = self.events.append
         for ev in events:
-            self.events.append(ev)
-            if isinstance(ev, CallStarted):
-                self.open[ev.call_id] = _Open(ev)
-            elif isinstance(ev, FaultInjected):
-                self.fault_events.append(ev)
-                call = self.open.get(ev.call_id)
-                if call is not None:
-                    call.faults.append(ev.kind)
-                    text = ev.detail.get("text") if ev.detail else None
-                    if isinstance(text, str):
-                        call.texts.append(text)
-            elif isinstance(ev, CallSucceeded | CallFailed):
-                call = self.open.pop(ev.call_id, None)
-                if call is not None:
-                    self._finish(call, ev)
-            elif isinstance(ev, ModelCalled | ModelUsed):
-                self.model.append(ev)
-            elif isinstance(ev, WorldCreated) and self.origin is None:
-                self.origin = ev.at
+            append(ev)
+            handle = on.get(type(ev))
+            if handle is not None:
+                handle(self, ev)
+
+    def on_started(self, ev: CallStarted) -> None:
+        self.open[ev.call_id] = _Open(ev)
+
+    def on_fault(self, ev: FaultInjected) -> None:
+        self.fault_events.append(ev)
+        call = self.open.get(ev.call_id)
+        if call is not None:
+            call.faults.append(ev.kind)
+            text = ev.detail.get("text") if ev.detail else None
+            if isinstance(text, str):
+                call.texts.append(text)
+
+    def on_ended(self, ev: CallSucceeded | CallFailed) -> None:
+        call = self.open.pop(ev.call_id, None)
+        if call is not None:
+            self._finish(call, ev)
+
+    def on_model(self, ev: ModelCalled | ModelUsed) -> None:
+        self.model.append(ev)
+
+    def on_created(self, ev: WorldCreated) -> None:
+        if self.origin is None:
+            self.origin = ev.at
 
     def _finish(self, call: _Open, end: CallSucceeded | CallFailed) -> None:
         start = call.start
@@ -166,6 +179,18 @@ class _Index:
         if not result.ok:
             self.failed.append(pos)
             self.failed_by_tool.setdefault(start.tool, []).append(pos)
+
+
+#: what `_Index.feed` does with each event type (the rest it only keeps)
+_ON: dict[type[Event], Callable[[_Index, Any], None]] = {
+    CallStarted: _Index.on_started,
+    FaultInjected: _Index.on_fault,
+    CallSucceeded: _Index.on_ended,
+    CallFailed: _Index.on_ended,
+    ModelCalled: _Index.on_model,
+    ModelUsed: _Index.on_model,
+    WorldCreated: _Index.on_created,
+}
 
 
 def _count_below(positions: list[int], n: int) -> int:
