@@ -553,16 +553,26 @@ def _feed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> No
     _log_fault(d, flight, detail)
 
 
-def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here, with what was placed: `injected` is the text, `into` the records that
-    # carry it (or `text`, the whole answer, when it went after the answer's text).
+def _run_committed(
+    cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision
+) -> dict[str, Any]:
+    """The operation as usual, its writes committed, for a kind that changes only the answer
+    on its way out; returns the fault's detail for the caller to add to and log. An error
+    answer is passed on intact (the fault logged as decided)."""
     detail = decision.detail()
     try:
         flight.value, tx = _attempt(cx, d, flight)
     except ToolCallError:
-        _log_fault(d, flight, detail)  # an error answer is passed on intact
+        _log_fault(d, flight, detail)
         raise
     tx.commit()
+    return detail
+
+
+def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # Logged here, with what was placed: `injected` is the text, `into` the records that
+    # carry it (or `text`, the whole answer, when it went after the answer's text).
+    detail = _run_committed(cx, d, flight, decision)
     payload = injection_text(decision)
     detail["injected"] = payload
     value, into = plant(flight.value, decision.field, payload)
@@ -577,13 +587,7 @@ def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> 
 def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
     # A lying tool: the operation runs as usual, its answer is rewritten on the way out and
     # the log says what changed (`_lies.py`).
-    detail = decision.detail()
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-    except ToolCallError:
-        _log_fault(d, flight, detail)  # an error answer is passed on intact
-        raise
-    tx.commit()
+    detail = _run_committed(cx, d, flight, decision)
     record = cx.spec.records.get(flight.op.record)
     choices = {f.name: f.choices for f in record.fields if f.choices} if record else {}
     assert decision.kind is not None

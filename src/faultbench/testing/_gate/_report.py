@@ -276,15 +276,12 @@ def closest_explained(
 ) -> tuple[Run, RunExplanation] | None:
     """The passing run of `group` whose calls and end state are closest to `run`'s, and the
     explanation of `run` against it; None without a passing run."""
-    passing = [p for p in group.passing() if p.events is not None]
-    if run.events is None or not passing:
+    passing = _nearest_passing(group, run, decoded, candidates)
+    if passing is None:
         return None
     from faultbench.kernel.lowlevel import explain_runs
 
     mine = _events(run, decoded)
-    if candidates is not None and len(passing) > candidates:
-        passing.sort(key=lambda p: abs(len(_events(p, decoded)) - len(mine)))
-        passing = passing[:candidates]
     best = None
     for p in passing:
         x = explain_runs(
@@ -293,6 +290,22 @@ def closest_explained(
         if best is None or x.distance < best[1].distance:
             best = (p, x)
     return best
+
+
+def _nearest_passing(
+    group: Group, run: Run, decoded: dict[int, list[Event]], candidates: int | None
+) -> list[Run] | None:
+    """The passing runs of `group` to compare `run` with (None when there is nothing to
+    compare): at most `candidates`, nearest in log length first (a large group's report
+    stays linear)."""
+    passing = [p for p in group.passing() if p.events is not None]
+    if run.events is None or not passing:
+        return None
+    if candidates is not None and len(passing) > candidates:
+        length = len(_events(run, decoded))
+        passing.sort(key=lambda p: abs(len(_events(p, decoded)) - length))
+        passing = passing[:candidates]
+    return passing
 
 
 def closest_passing(
@@ -306,15 +319,12 @@ def closest_passing(
     """The passing run of `group` whose event log is closest to `run`'s, and the `EventDiff`
     (passing run: a, `run`: b); None without a passing run. `candidates` bounds the runs
     compared, nearest in log length first (a large group's report stays linear)."""
-    passing = [p for p in group.passing() if p.events is not None]
-    if run.events is None or not passing:
+    passing = _nearest_passing(group, run, decoded, candidates)
+    if passing is None:
         return None
     from faultbench.kernel import diff_events
 
     mine = _events(run, decoded)
-    if candidates is not None and len(passing) > candidates:
-        passing.sort(key=lambda p: abs(len(_events(p, decoded)) - len(mine)))
-        passing = passing[:candidates]
     best = None
     for p in passing:
         d = diff_events(_events(p, decoded), mine, max_lines=max_lines)
