@@ -54,11 +54,7 @@ try:
     from agents.models.interface import Model
     from agents.models.multi_provider import MultiProvider
     from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
-    from openai.types.responses import (
-        ResponseFunctionToolCall,
-        ResponseOutputMessage,
-        ResponseOutputText,
-    )
+    from openai.types import responses
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("openai-agents", error) from error
 
@@ -276,16 +272,16 @@ def _broken(response: ModelResponse, fault: ModelFault, tools: Any) -> ModelResp
         output = []
     elif fault.kind == "stream_cut" and output:
         last = output[-1]
-        if isinstance(last, ResponseFunctionToolCall):
+        if isinstance(last, responses.ResponseFunctionToolCall):
             last = last.model_copy(update={"arguments": cut(last.arguments)})
-        elif isinstance(last, ResponseOutputMessage):
-            texts = [c for c in last.content if isinstance(c, ResponseOutputText)]
+        elif isinstance(last, responses.ResponseOutputMessage):
+            texts = [c for c in last.content if isinstance(c, responses.ResponseOutputText)]
             content = [c.model_copy(update={"text": cut(c.text)}) for c in texts]
             last = last.model_copy(update={"content": content, "status": "incomplete"})
         output[-1] = last
     elif fault.kind == "malformed_tool_call":
         for i, item in enumerate(output):
-            if isinstance(item, ResponseFunctionToolCall):
+            if isinstance(item, responses.ResponseFunctionToolCall):
                 if fault.how == "missing_field":
                     schema = next(
                         (getattr(t, "params_json_schema", None) for t in tools
