@@ -152,7 +152,7 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
         started = time.monotonic()
         server.send(hostile + '\\"' * 100_000)
         answer = server.receive()
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30  # a hang guard: the quadratic scan took over 90 s
         assert answer["id"] == 23
         assert answer["error"]["code"] == -32600  # 200 levels deep
         big = server.call(3, "create_order", json.dumps({"status": "y" * 1_000_000, "total": 1}))
@@ -176,8 +176,8 @@ def test_raw_stdio_bad_payloads_and_sigterm(tmp_path):
 
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
-        assert server.proc.wait(10) == 0
-        assert time.monotonic() - started < 5
+        assert server.proc.wait(30) == 0
+        assert time.monotonic() - started < 30  # a hang guard, generous for a loaded machine
         assert server.proc.stdout.read() == b""  # nothing but the answers on stdout
         stderr = server.proc.stderr.read().decode()
     finally:
@@ -208,7 +208,7 @@ def test_nesting_and_parse_checks_are_linear(line):
     deep, _ = too_deep(line)
     bad = unparsable(line)
     elapsed = time.perf_counter() - started
-    assert elapsed < 2, elapsed
+    assert elapsed < 20, elapsed  # quadratic scans took minutes
     assert deep
     assert bad is not None
 
