@@ -51,6 +51,7 @@ from ._store._events import FaultsChanged as FaultsChanged
 from ._store._events import LogRewound as LogRewound
 from ._store._events import ModelCalled as ModelCalled
 from ._store._events import ModelUsed as ModelUsed
+from ._store._events import WebhookAttempted as WebhookAttempted
 from ._store._events import RecordCreated as RecordCreated
 from ._store._events import RecordDeleted as RecordDeleted
 from ._store._events import RecordUpdated as RecordUpdated
@@ -115,6 +116,7 @@ __all__ = [
     "UnknownTool",
     "Violation",
     "VirtualClock",
+    "WebhookAttempted",
     "World",
     "WorldCreated",
     "WorldFileError",

@@ -26,6 +26,7 @@ from ._faults._model import MODEL_KINDS as MODEL_KINDS
 from ._faults._model import ModelFault as ModelFault
 from ._faults._model import ModelKind as ModelKind
 from ._faults._plan import effective_rule as effective_rule
+from ._errors import WebhookSignatureError as WebhookSignatureError
 from ._inspect._diff import format_event as format_event
 from ._inspect._explain import RunExplanation as RunExplanation
 from ._inspect._explain import explain_runs as explain_runs
@@ -49,11 +50,16 @@ from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
 from ._world._watch import watch_log as watch_log
+from ._world._webhooks import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
+from ._world._webhooks import Delivery as WebhookDelivery
+from ._world._webhooks import sign_webhook as sign_webhook
+from ._world._webhooks import verify_webhook as verify_webhook
 
 if _typing.TYPE_CHECKING:
     from ._read._reader import load_spec as load_spec
     from ._read._reader import parse_duration as parse_duration
     from ._read._reader import parse_faults as parse_faults
+    from ._read._features._webhooks import webhook_url_problem as webhook_url_problem
     from ._read._reader import render_faults as render_faults
 
 #: public name -> the module it lives in, for names imported on first use (PEP 562)
@@ -62,6 +68,7 @@ _LAZY = {
     "parse_duration": "._read._reader",
     "parse_faults": "._read._reader",
     "render_faults": "._read._reader",
+    "webhook_url_problem": "._read._features._webhooks",
 }
 
 
@@ -71,6 +78,7 @@ __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
     "MODEL_KINDS",
+    "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
     "FaultKind",
     "FaultPin",
@@ -79,6 +87,8 @@ __all__ = [
     "ModelKind",
     "RunExplanation",
     "ToolCharges",
+    "WebhookDelivery",
+    "WebhookSignatureError",
     "add_log_line",
     "add_tools",
     "did_you_mean",
@@ -102,7 +112,10 @@ __all__ = [
     "render_faults",
     "running_call",
     "show_repr",
+    "sign_webhook",
     "to_utc",
     "token_expiry",
+    "verify_webhook",
     "watch_log",
+    "webhook_url_problem",
 ]
