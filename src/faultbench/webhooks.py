@@ -15,7 +15,6 @@ run it in a worker thread (`await asyncio.to_thread(deliver, world, url)`,
 from __future__ import annotations
 
 import http.client
-import socket
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -30,7 +29,7 @@ from faultbench.kernel.lowlevel import (
 )
 
 if TYPE_CHECKING:
-    from faultbench.kernel import World, WebhookAttempted
+    from faultbench.kernel import WebhookAttempted, World
 
 __all__ = [
     "WEBHOOK_SIGNATURE_HEADER",
@@ -100,7 +99,7 @@ def post(url: str, delivery: WebhookDelivery) -> tuple[int | None, str]:
         resp = conn.getresponse()
         resp.read()
         return resp.status, ""
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return None, f"timed out after {delivery.timeout_s:g}s"
     except ConnectionRefusedError:
         return None, "connection refused"

@@ -81,7 +81,8 @@ def test_each_feed_event_is_due_at_its_time_signed_and_not_again_once_delivered(
     assert (ev.delivery, ev.event, ev.outcome, ev.status, ev.retry_at) == (
         "dlv_1", event["id"], "succeeded", 200, None,
     )  # fmt: skip
-    assert w.webhooks_due() == [] and w.webhooks_pending() == []
+    assert w.webhooks_due() == []
+    assert w.webhooks_pending() == []
     w.clock.advance(120)  # the refund succeeds: refund.updated is due
     assert [(d.id, d.type) for d in w.webhooks_due()] == [("dlv_2", "refund.updated")]
 
@@ -92,7 +93,7 @@ def test_a_signature_is_refused_for_another_body_secret_or_a_malformed_header():
     assert verify_webhook(body, header, "whsec_test") == {"id": "evt_1"}
     # several v1 values (a rotated secret) are fine if one matches
     assert verify_webhook(body, "v1=00," + header, "whsec_test") == {"id": "evt_1"}
-    with pytest.raises(WebhookSignatureError, match="no v1 signature .* matches"):
+    with pytest.raises(WebhookSignatureError, match=r"no v1 signature .* matches"):
         verify_webhook(body + b" ", header, "whsec_test")
     with pytest.raises(WebhookSignatureError, match="no v1 signature"):
         verify_webhook(body, header, "whsec_other")
@@ -105,7 +106,7 @@ def test_a_failed_attempt_is_retried_after_a_doubling_backoff_in_virtual_time_th
     w.call("issue_refund", {"amount": 500})
     t0 = w.clock.now()
     [first] = answer_all(w, 500)
-    assert first.outcome == "failed" and first.retry_at == t0 + timedelta(seconds=30)
+    assert (first.outcome, first.retry_at) == ("failed", t0 + timedelta(seconds=30))
     assert w.webhooks_due() == []  # not before its time
     [pending] = w.webhooks_pending()
     assert (pending.attempt, pending.due) == (2, t0 + timedelta(seconds=30))
@@ -131,7 +132,8 @@ def test_deliveries_replay_and_fork_with_the_same_pending_attempts():
     child = w.fork()
     child.clock.advance(30)
     answer_all(child)
-    assert child.webhooks_pending() == [] and len(w.webhooks_pending()) == 1
+    assert child.webhooks_pending() == []
+    assert len(w.webhooks_pending()) == 1
     snap = w.snapshot()
     w.clock.advance(30)
     answer_all(w)
@@ -151,7 +153,11 @@ def test_duplicate_delivery_sends_a_second_copy_and_is_pinned_like_a_call_fault(
     assert due[0].body == due[1].body
     answer_all(w)
     fault = next(e for e in w.events if isinstance(e, FaultInjected))
-    assert (fault.tool, fault.call_id, fault.kind) == ("webhooks", "webhooks#1", "duplicate_delivery")
+    assert (fault.tool, fault.call_id, fault.kind) == (
+        "webhooks",
+        "webhooks#1",
+        "duplicate_delivery",
+    )
     assert fault.detail["events"] == [due[0].event]
     pins = faults_received(w.events)
     block = pin_block(pins, w.spec)

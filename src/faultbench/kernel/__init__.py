@@ -51,10 +51,10 @@ from ._store._events import FaultsChanged as FaultsChanged
 from ._store._events import LogRewound as LogRewound
 from ._store._events import ModelCalled as ModelCalled
 from ._store._events import ModelUsed as ModelUsed
-from ._store._events import WebhookAttempted as WebhookAttempted
 from ._store._events import RecordCreated as RecordCreated
 from ._store._events import RecordDeleted as RecordDeleted
 from ._store._events import RecordUpdated as RecordUpdated
+from ._store._events import WebhookAttempted as WebhookAttempted
 from ._store._events import WorldCreated as WorldCreated
 from ._store._events import WorldForked as WorldForked
 from ._store._events import decode_events as decode_events

@@ -17,6 +17,7 @@ import typing as _typing
 from faultbench._lazy import lazy_names as _lazy_names
 
 from ._calls._auth import token_expiry as token_expiry
+from ._errors import WebhookSignatureError as WebhookSignatureError
 from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._faults._inject import InjectionPlan as InjectionPlan
 from ._faults._kinds import KINDS as FAULT_KINDS
@@ -26,7 +27,6 @@ from ._faults._model import MODEL_KINDS as MODEL_KINDS
 from ._faults._model import ModelFault as ModelFault
 from ._faults._model import ModelKind as ModelKind
 from ._faults._plan import effective_rule as effective_rule
-from ._errors import WebhookSignatureError as WebhookSignatureError
 from ._inspect._diff import format_event as format_event
 from ._inspect._explain import RunExplanation as RunExplanation
 from ._inspect._explain import explain_runs as explain_runs
@@ -56,10 +56,10 @@ from ._world._webhooks import sign_webhook as sign_webhook
 from ._world._webhooks import verify_webhook as verify_webhook
 
 if _typing.TYPE_CHECKING:
+    from ._read._features._webhooks import webhook_url_problem as webhook_url_problem
     from ._read._reader import load_spec as load_spec
     from ._read._reader import parse_duration as parse_duration
     from ._read._reader import parse_faults as parse_faults
-    from ._read._features._webhooks import webhook_url_problem as webhook_url_problem
     from ._read._reader import render_faults as render_faults
 
 #: public name -> the module it lives in, for names imported on first use (PEP 562)

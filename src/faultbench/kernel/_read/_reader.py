@@ -118,7 +118,7 @@ def parse_faults(
     if isinstance(block, dict) and set(block) == {"faults"}:
         block = block["faults"]
     services = {s.name: s.operations for s in spec.services}
-    op_kinds = {op.qualname: op.kind for op in spec.operations.values()}
+    op_kinds: dict[str, str] = {op.qualname: op.kind for op in spec.operations.values()}
     _add_webhooks_target(spec.webhooks, services, op_kinds)
     parser = _RuleParser(doc, services, op_kinds)
     rules = parser.parse_block(block, {"faults": block}, "faults")
@@ -218,7 +218,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader, _WebhooksLoad
         ops_by_service = {s: tuple(self.declared.get(s, ())) for s in self.services}
         faults: dict[str, FaultRule] = {}
         if "faults" in top:
-            op_kinds = {op.qualname: op.kind for op in self.operations.values()}
+            op_kinds: dict[str, str] = {op.qualname: op.kind for op in self.operations.values()}
             _add_webhooks_target(webhooks, ops_by_service, op_kinds)
             parser = _RuleParser(doc, ops_by_service, op_kinds)
             faults = parser.parse_block(top["faults"], top, "faults")

@@ -360,7 +360,7 @@ class World:
             if self._spec.webhooks is None:
                 raise ValueError(
                     f"the world {self.name!r} has no webhooks: block; add one to deliver its "
-                    "event feed (docs/WORLDS.md, \"Webhooks\")"
+                    'event feed (docs/WORLDS.md, "Webhooks")'
                 )
             hooks = self._webhooks = Webhooks(self._spec, self._spec.webhooks)
         return hooks

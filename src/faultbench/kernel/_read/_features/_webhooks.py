@@ -79,7 +79,11 @@ class _WebhooksLoader(_LoaderBase):
             self.at_value(body, "url", problem)
         types = self.webhook_types(body, feeds)
         retries = body.get("retries", 3)
-        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+        if (
+            isinstance(retries, bool)
+            or not isinstance(retries, int)
+            or not 0 <= retries <= MAX_RETRIES
+        ):
             self.at_value(
                 body, "retries",
                 f"retries must be a whole number from 0 to {MAX_RETRIES}, not "
@@ -95,7 +99,8 @@ class _WebhooksLoader(_LoaderBase):
             )  # fmt: skip
         if len(self.doc.problems) > before or not feeds or secret is None:
             return None
-        assert backoff is not None and timeout is not None
+        assert backoff is not None
+        assert timeout is not None
         svc = self.records[next(iter(feeds.values())).record].service
         return WebhookSpec(
             secret=secret, service=svc, url=url, types=types, retries=retries,
@@ -121,6 +126,8 @@ class _WebhooksLoader(_LoaderBase):
             hint = did_you_mean(t, feeds) if isinstance(t, str) else ""
             expected = f"one of {one_of(feeds)}" if feeds else "an event type of events:"
             self.at_value(
-                value, i, f"unknown event type {short_repr(t)} in webhooks; expected {expected}{hint}"
+                value,
+                i,
+                f"unknown event type {short_repr(t)} in webhooks; expected {expected}{hint}",
             )
         return tuple(dict.fromkeys(out))
