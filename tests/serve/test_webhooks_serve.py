@@ -7,7 +7,7 @@ from __future__ import annotations
 import mcp
 import pytest
 
-from faultbench.kernel import World, WebhookAttempted
+from faultbench.kernel import WebhookAttempted, World
 from faultbench.kernel.lowlevel import load_spec
 from faultbench.serve import WebhookUrlError, build_server
 
