@@ -133,13 +133,31 @@ class _Slot(msgspec.Struct, frozen=True):
 class Webhooks:
     """The deliveries of one world (one per `World`; forks make their own)."""
 
-    __slots__ = ("_feed", "_lock", "_target", "spec")
+    __slots__ = ("_attempts", "_feed", "_last", "_lock", "_n", "_target", "spec")
 
     def __init__(self, spec: WorldSpec, hooks: WebhookSpec):
         self.spec = hooks
         self._feed = Feed(spec)
         self._target = FaultTarget(hooks.service, TARGET, TARGET)
         self._lock = threading.Lock()
+        #: the last attempt of each delivery in the log read so far, up to `_n` events, the
+        #: last of them `_last` (by identity: a restore puts another object there)
+        self._attempts: dict[str, WebhookAttempted] = {}
+        self._n = 0
+        self._last: Event | None = None
+
+    def _last_attempts(self, log: Sequence[Event]) -> dict[str, WebhookAttempted]:
+        """Each delivery's last attempt in `log`, read on from where the last look stopped."""
+        n = len(log)
+        if self._n > n or (self._n and log[self._n - 1] is not self._last):
+            self._attempts, self._n = {}, 0
+        attempts = self._attempts
+        for i in range(self._n, n):
+            ev = log[i]
+            if type(ev) is WebhookAttempted:
+                attempts[ev.delivery] = ev
+        self._n, self._last = n, (log[n - 1] if n else None)
+        return attempts
 
     def _slots(self, log: Sequence[Event], plan: FaultPlan) -> list[_Slot]:
         with self._lock:
@@ -171,10 +189,8 @@ class Webhooks:
 
     def pending(self, log: Sequence[Event], plan: FaultPlan, now: datetime) -> list[Delivery]:
         """Every attempt still to make, due or not, in the order they go out."""
-        last: dict[str, WebhookAttempted] = {}
-        for ev in log:
-            if type(ev) is WebhookAttempted:
-                last[ev.delivery] = ev
+        with self._lock:
+            last = dict(self._last_attempts(log))
         out: list[tuple[tuple[Any, ...], Delivery]] = []
         for slot in self._slots(log, plan):
             kind = slot.decision.kind if slot.decision is not None else None
