@@ -337,6 +337,20 @@ def test_check_summarizes_effects_that_happen_later_and_the_event_feed(tmp_path)
     assert "events (1 type, listed by list_events)\n  refund.updated: refund update\n" in out
 
 
+def test_check_summarizes_webhooks_and_their_faults(tmp_path):
+    hooks = (
+        "webhooks: { secret: s, url: 'http://127.0.0.1:8787/hooks', retries: 2, backoff: 1m }\n"
+        "faults:\n  payments.webhooks: { errors: { dropped: 0.1 } }\n"
+    )
+    (tmp_path / "w.yaml").write_text(LATER + hooks)
+    proc = faultbench("check", "w.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "webhooks: every type POSTed to http://127.0.0.1:8787/hooks, signed; 2 retries from "
+        "1m doubling, timeout 10s\n  faults (payments.webhooks): dropped 10%\n"
+    ) in proc.stdout
+
+
 def test_check_reports_a_then_on_a_read_at_its_line(tmp_path):
     text = LATER.replace(
         "events:",

@@ -74,6 +74,8 @@ RETURNED_TYPES = {
     "Violation",
     "ModelCalled",
     "ModelUsed",
+    # one attempt to deliver a webhook (issue 21), which `World.webhook_attempted` returns
+    "WebhookAttempted",
 }
 
 
@@ -132,6 +134,14 @@ LOWLEVEL_NAMES = {
     # the OpenAPI importer names records as the reader will accept them (issue 22)
     "plural",
     "WORLD_ATTRIBUTES",
+    # webhook delivery (issue 21): `faultbench.webhooks` sends what the kernel decided and
+    # signed; a receiver checks the signature
+    "WebhookDelivery",
+    "WEBHOOK_SIGNATURE_HEADER",
+    "WebhookSignatureError",
+    "sign_webhook",
+    "verify_webhook",
+    "webhook_url_problem",
 }
 
 

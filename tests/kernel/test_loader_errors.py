@@ -129,7 +129,7 @@ def test_a_misspelled_services_key_is_reported_once(tmp_path):
         (
             1, 1,
             "unknown key 'servics' in the world file; expected one of name, seed, clock, "
-            "description, services, faults, auth, events, expect_state, nothing_else_changes, "
+            "description, services, faults, auth, events, webhooks, expect_state, nothing_else_changes, "
             "policies or milestones; did you mean 'services'?",
         ),
     ]  # fmt: skip
@@ -238,7 +238,7 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             1, 1,
             "unknown key 'nme' in the world file; expected one of name, seed, clock, "
-            "description, services, faults, auth, events, expect_state, nothing_else_changes, "
+            "description, services, faults, auth, events, webhooks, expect_state, nothing_else_changes, "
             "policies or milestones; did you mean 'name'?",
         ),
         (

@@ -19,6 +19,7 @@ collect_ignore = (
         "test_limits.py",
         "test_auth.py",
         "test_later.py",
+        "test_webhooks_serve.py",
     ]
     if MCP_MAJOR < 2
     else []

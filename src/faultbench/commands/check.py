@@ -117,6 +117,18 @@ def summary(spec: WorldSpec, rows: dict[str, list[dict[str, Any]]], path: str) -
         yield f"events ({_n(len(spec.feeds), 'type')}, listed by list_events)"
         for feed in spec.feeds.values():
             yield f"  {feed.type}: {feed.record} {', '.join(feed.on)}"
+    hooks = spec.webhooks
+    if hooks is not None:
+        yield ""
+        types = ", ".join(hooks.types) if hooks.types else "every type"
+        yield (
+            f"webhooks: {types} POSTed to {hooks.url or '(the url a test or --webhook-url gives)'}"
+            f", signed; {hooks.retries} {'retry' if hooks.retries == 1 else 'retries'} from {_secs(hooks.backoff_s)} doubling, "
+            f"timeout {_secs(hooks.timeout_s)}"
+        )
+        rule = spec.faults.get(f"{hooks.service}.webhooks")
+        if rule is not None:
+            yield f"  faults ({hooks.service}.webhooks): {describe_rule(rule)}"
     yield ""
     yield f"OK: {path} is a valid world"
 

@@ -120,6 +120,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "which guards the whole server",
     )
     parser.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        default=None,
+        help="worlds with webhooks: POST the deliveries due after each MCP tool call to URL "
+        "(loopback only: http://127.0.0.1:PORT/PATH), signed, each attempt logged; "
+        "default: the world file's webhooks: url:",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log one line per call to stderr"
     )
 
@@ -179,10 +187,16 @@ def run(args: argparse.Namespace) -> int:
 
     import trio
 
-    from faultbench.serve import JournalError, Journals, build_server
+    from faultbench.serve import JournalError, Journals, WebhookUrlError, build_server
 
+    hooks = world.spec.webhooks
+    webhook_url = args.webhook_url or (hooks.url if hooks is not None else None)
     try:
-        server = build_server(world, isolate=args.isolate, principal=args.principal)
+        server = build_server(
+            world, isolate=args.isolate, principal=args.principal, webhook_url=webhook_url
+        )
+    except WebhookUrlError as exc:  # a world without webhooks:, or a url off loopback
+        return _usage(f"--webhook-url: {exc}")
     except ValueError as exc:  # --principal on a world without auth:, or unknown to it
         return _usage(f"--principal: {exc}")
     sock = None

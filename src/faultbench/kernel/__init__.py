@@ -54,6 +54,7 @@ from ._store._events import ModelUsed as ModelUsed
 from ._store._events import RecordCreated as RecordCreated
 from ._store._events import RecordDeleted as RecordDeleted
 from ._store._events import RecordUpdated as RecordUpdated
+from ._store._events import WebhookAttempted as WebhookAttempted
 from ._store._events import WorldCreated as WorldCreated
 from ._store._events import WorldForked as WorldForked
 from ._store._events import decode_events as decode_events
@@ -115,6 +116,7 @@ __all__ = [
     "UnknownTool",
     "Violation",
     "VirtualClock",
+    "WebhookAttempted",
     "World",
     "WorldCreated",
     "WorldFileError",

@@ -21,6 +21,7 @@ One tree, so callers can catch as broadly or as narrowly as they need::
     │   └── Unauthorized        401 / 403 in a world with `auth:` (kind says which)
     ├── RecordError             a Table write was refused: bad field or value (also a ValueError)
     ├── FaultsDisabled          fault rules set on a world created with faults=False
+    ├── WebhookSignatureError   a webhook delivery's signature does not match (a ValueError)
     └── ReplayError             an event log does not replay (wrong world, gap in seq, ...)
 """
 
@@ -208,6 +209,11 @@ class RecordError(FaultbenchError, ValueError):
 class FaultsDisabled(FaultbenchError, RuntimeError):
     """`set_faults` was given rules for a world created with `faults=False`, where no rule
     ever applies."""
+
+
+class WebhookSignatureError(FaultbenchError, ValueError):
+    """A webhook delivery's signature header does not match its body under the secret, or
+    is malformed (`verify_webhook`)."""
 
 
 class ReplayError(FaultbenchError):

@@ -17,6 +17,7 @@ import typing as _typing
 from faultbench._lazy import lazy_names as _lazy_names
 
 from ._calls._auth import token_expiry as token_expiry
+from ._errors import WebhookSignatureError as WebhookSignatureError
 from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._faults._inject import InjectionPlan as InjectionPlan
 from ._faults._kinds import KINDS as FAULT_KINDS
@@ -49,8 +50,13 @@ from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
 from ._world._watch import watch_log as watch_log
+from ._world._webhooks import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
+from ._world._webhooks import Delivery as WebhookDelivery
+from ._world._webhooks import sign_webhook as sign_webhook
+from ._world._webhooks import verify_webhook as verify_webhook
 
 if _typing.TYPE_CHECKING:
+    from ._read._features._webhooks import webhook_url_problem as webhook_url_problem
     from ._read._reader import load_spec as load_spec
     from ._read._reader import parse_duration as parse_duration
     from ._read._reader import parse_faults as parse_faults
@@ -62,6 +68,7 @@ _LAZY = {
     "parse_duration": "._read._reader",
     "parse_faults": "._read._reader",
     "render_faults": "._read._reader",
+    "webhook_url_problem": "._read._features._webhooks",
 }
 
 
@@ -71,6 +78,7 @@ __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
     "MODEL_KINDS",
+    "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
     "FaultKind",
     "FaultPin",
@@ -79,6 +87,8 @@ __all__ = [
     "ModelKind",
     "RunExplanation",
     "ToolCharges",
+    "WebhookDelivery",
+    "WebhookSignatureError",
     "add_log_line",
     "add_tools",
     "did_you_mean",
@@ -102,7 +112,10 @@ __all__ = [
     "render_faults",
     "running_call",
     "show_repr",
+    "sign_webhook",
     "to_utc",
     "token_expiry",
+    "verify_webhook",
     "watch_log",
+    "webhook_url_problem",
 ]

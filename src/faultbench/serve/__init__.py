@@ -21,6 +21,7 @@ from ._sdk import MCP_VERSION as MCP_VERSION
 from ._sdk import connect as connect_client
 from ._sdk import connect_in_process as connect_in_process
 from ._sdk import dump as to_wire
+from ._server import WebhookUrlError as WebhookUrlError
 from ._server import WorldServer as WorldServer
 from ._server import build_server as build_server
 from ._server import mcp_tool as mcp_tool
@@ -32,6 +33,7 @@ __all__ = [
     "JournalError",
     "Journals",
     "ListenError",
+    "WebhookUrlError",
     "WorldServer",
     "build_app",
     "build_server",

@@ -34,6 +34,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
+
 from faultbench.kernel import CallResult, ToolCallError, World
 from faultbench.kernel.lowlevel import iso_time, token_expiry
 
@@ -44,7 +47,7 @@ from ._sdk import MODERN_PROTOCOL_VERSIONS, Server
 if TYPE_CHECKING:
     from faultbench.kernel import Tool
 
-__all__ = ["WorldServer", "build_server"]
+__all__ = ["WebhookUrlError", "WorldServer", "build_server"]
 
 log = logging.getLogger("faultbench.serve")
 
@@ -147,6 +150,7 @@ class WorldServer(Server):
         name: str | None = None,
         isolate: bool = False,
         principal: str | None = None,
+        webhook_url: str | None = None,
     ):
         _sdk.init_server(
             self,
@@ -159,6 +163,20 @@ class WorldServer(Server):
         )
         self.world = world
         self.isolate = isolate
+        #: worlds with `webhooks:`: where the deliveries due after each call are POSTed
+        self.webhook_url = webhook_url
+        if webhook_url is not None:
+            if world.spec.webhooks is None:
+                raise WebhookUrlError(
+                    f"webhook_url={webhook_url!r}, but the world {world.name!r} has no webhooks: "
+                    "block; expected a world file with 'webhooks: {secret: ...}' and events:"
+                )
+            from faultbench.kernel.lowlevel import webhook_url_problem
+
+            problem = webhook_url_problem(webhook_url)
+            if problem is not None:
+                raise WebhookUrlError(problem)
+        self._delivering: anyio.Lock | None = None
         #: worlds with `auth:`: the principal in-process and stdio calls act as, and the
         #: token issued for it (HTTP requests bring their own, `Authorization: Bearer`)
         self.principal = principal
@@ -309,7 +327,28 @@ class WorldServer(Server):
                 hook(world, result)
             except Exception:
                 log.exception("after-call hook %r failed", hook)
+        if self.webhook_url is not None:
+            await self._deliver(world, self.webhook_url)
         return out
+
+    async def _deliver(self, world: World, url: str) -> None:
+        """POST the webhook deliveries due now, in a worker thread (the endpoint may be
+        served by this very loop), one pass at a time so no attempt is sent twice. A
+        failing endpoint is a failed attempt in the log; anything else is logged here and
+        the agent still gets its answer."""
+        from faultbench.webhooks import deliver
+
+        if self._delivering is None:
+            self._delivering = anyio.Lock()
+        async with self._delivering:
+            try:
+                await anyio.to_thread.run_sync(deliver, world, url)
+            except Exception:
+                log.exception("webhook delivery to %s failed", url)
+
+
+class WebhookUrlError(ValueError):
+    """`webhook_url` given for a world without `webhooks:`, or not on loopback."""
 
 
 class _NoSession(Exception):
@@ -340,7 +379,12 @@ def _version() -> str:
 
 
 def build_server(
-    world: World, *, name: str | None = None, isolate: bool = False, principal: str | None = None
+    world: World,
+    *,
+    name: str | None = None,
+    isolate: bool = False,
+    principal: str | None = None,
+    webhook_url: str | None = None,
 ) -> WorldServer:
     """An MCP server (a low-level `mcp.server.Server`) serving `world`'s operations as tools.
 
@@ -348,7 +392,12 @@ def build_server(
     as (a token is issued for it now, `server.token`); HTTP requests send their own token
     as `Authorization: Bearer`.
 
+    `webhook_url`: in a world with `webhooks:`, the loopback endpoint the deliveries due
+    after each tool call are POSTed to (`faultbench.webhooks.deliver`, in a worker thread).
+
     >>> async with mcp.Client(build_server(world)) as client:  # doctest: +SKIP
     ...     result = await client.call_tool("get_order", {"id": "1"})
     """
-    return WorldServer(world, name=name, isolate=isolate, principal=principal)
+    return WorldServer(
+        world, name=name, isolate=isolate, principal=principal, webhook_url=webhook_url
+    )

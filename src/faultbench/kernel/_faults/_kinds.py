@@ -30,6 +30,7 @@ __all__ = [
     "ERROR_KINDS",
     "ERROR_OPTIONS",
     "FAILURE_KINDS",
+    "FEED_KINDS",
     "KINDS",
     "REFUSED_KINDS",
     "SUCCESS_KINDS",
@@ -181,7 +182,9 @@ _TIMEOUT = Option("timeout_s", 30.0, "after {}")
 _RETRY_AFTER = Option("retry_after_s", 1.0, "retry after {}")
 _READS = ("get", "list")  # a custom handler's reads are not replayed from the past
 _WRITES = ("create", "update", "delete", "custom")
-_FEED = ("events",)  # the event feed's `list_events` (top-level `events:`)
+#: the event feed's `list_events` (top-level `events:`) and its webhook deliveries
+#: (`webhooks:`, fault key `<service>.webhooks`)
+_FEED = ("events", "webhooks")
 
 KINDS: tuple[FaultKind, ...] = (
     # The write commits, then the caller waits `timeout_s` in vain: the famous case.
@@ -358,4 +361,6 @@ COMMIT_KINDS = frozenset(kinds_with_option("commit"))
 #: Kinds that only happen to some operation kinds.
 #: kinds answered 429: not counted by rate-limit windows
 REFUSED_KINDS = frozenset(k.name for k in KINDS if k.refused)
+#: the kinds of a flaky event feed, which also happen to webhook deliveries
+FEED_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.effect == "feed")
 APPLIES_TO = {k.name: frozenset(k.applies_to) for k in KINDS if k.applies_to is not None}

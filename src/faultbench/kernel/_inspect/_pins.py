@@ -19,6 +19,9 @@ from .._store._events import CallStarted, FaultInjected, ModelCalled
 
 __all__ = ["FaultPin", "faults_received", "pin_block"]
 
+#: the pseudo-tool of webhook deliveries' faults (`FaultInjected.tool`, `_world/_webhooks.py`)
+_WEBHOOKS = "webhooks"
+
 
 @dataclass(frozen=True, order=True)
 class FaultPin:
@@ -50,7 +53,15 @@ def faults_received(events: Iterable[Any]) -> list[FaultPin]:
             k_of[ev.call_id] = ev.k
         elif isinstance(ev, ModelCalled) and ev.kind is not None:
             pins.append(_model_pin(ev))
-        elif isinstance(ev, FaultInjected) and ev.call_id in k_of:
+        elif isinstance(ev, FaultInjected) and (ev.call_id in k_of or ev.tool == _WEBHOOKS):
+            # a webhook delivery's fault names its k in the call id (`_world/_webhooks.py`)
+            tail = ev.call_id.rpartition("#")[2]
+            if ev.call_id in k_of:
+                k = k_of[ev.call_id]
+            elif tail.isascii() and tail.isdigit():
+                k = int(tail)
+            else:
+                continue
             kind = "http_429" if ev.kind == "rate_limit" else ev.kind
             try:
                 spec = fault_kind(kind)
@@ -69,7 +80,7 @@ def faults_received(events: Iterable[Any]) -> list[FaultPin]:
                 and detail["commit"] != spec.default_commit
             ):
                 options["commit"] = detail["commit"]
-            pins.append(FaultPin(ev.tool, k_of[ev.call_id], kind, tuple(sorted(options.items()))))
+            pins.append(FaultPin(ev.tool, k, kind, tuple(sorted(options.items()))))
     return pins
 
 
@@ -92,5 +103,7 @@ def pin_block(pins: Iterable[FaultPin], spec: WorldSpec) -> dict[str, Any]:
     for pin in sorted(pins):
         op = spec.operations.get(pin.tool) if pin.tool != MODEL_KEY else None
         key = op.qualname if op is not None else pin.tool
+        if pin.tool == _WEBHOOKS and op is None and spec.webhooks is not None:
+            key = f"{spec.webhooks.service}.{_WEBHOOKS}"
         block.setdefault(key, {"script": {}})["script"][pin.k] = pin.entry()
     return block

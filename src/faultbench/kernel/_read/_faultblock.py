@@ -17,7 +17,7 @@ from typing import Any
 
 from .._errors import Location
 from .._faults._injections import TEMPLATES
-from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, kinds_with_option
+from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, FEED_KINDS, kinds_with_option
 from .._faults._kinds import kind as fault_kind
 from .._faults._lies import CHANGES
 from .._faults._model import MODEL_KEY
@@ -215,6 +215,15 @@ class _RuleParser:
                     f"unknown fault rule key '{key}'; expected one of {one_of(RULE_KEYS)}"
                     f"{did_you_mean(key, RULE_KEYS)}",
                 )  # fmt: skip
+        if self.op_kinds.get(target) == "webhooks":
+            for key in body:
+                if key not in ("errors", "script"):
+                    self.key_problem(
+                        body, key,
+                        f"'{key}' does not apply to {target}, the webhook deliveries; expected "
+                        "errors: or script: with the feed kinds (a delivery's time is its "
+                        "event's, and its retries follow webhooks: backoff)",
+                    )  # fmt: skip
         if len(self.doc.problems) > before:
             return None
         rule = FaultRule(**{k: v for k, v in fields.items() if v is not None})
@@ -245,9 +254,16 @@ class _RuleParser:
             steps.append((e, script, key, self.value_problem))
         for e, container, key, report in steps:
             spec = fault_kind(e.kind)
-            if spec.fits(op_kind):
+            if spec.fits(op_kind) and (op_kind != "webhooks" or e.kind in FEED_KINDS):
                 continue
             ok = False
+            if op_kind == "webhooks":
+                report(
+                    container, key,
+                    f"{e.kind} cannot happen to {target}, the webhook deliveries; expected one "
+                    f"of {one_of(FEED_KINDS)}",
+                )  # fmt: skip
+                continue
             fits = one_of(spec.applies_to or ())
             report(
                 container, key,

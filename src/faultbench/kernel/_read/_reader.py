@@ -36,7 +36,7 @@ from .._faults._rules import merged_rule
 from .._faults._types import FaultRule
 from .._spec._checks import CHECK_KEYS, Checks, parse_checks
 from .._spec._fieldtypes import _to_datetime
-from .._spec._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WorldSpec
+from .._spec._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WebhookSpec, WorldSpec
 from .._text._names import did_you_mean
 from .._text._show import short_repr
 from ._faultblock import (
@@ -45,6 +45,7 @@ from ._faultblock import (
     parse_duration,
     render_faults,
 )
+from ._features._webhooks import WEBHOOKS_TARGET, _WebhooksLoader
 from ._files import read_bounded
 from ._operations import _OperationsLoader
 from ._records import _RecordsLoader
@@ -59,7 +60,8 @@ MAX_FILE_BYTES = 64 * 2**20
 CLOCK_MIN = datetime(1000, 1, 1, tzinfo=UTC)
 
 TOP_KEYS = (
-    "name", "seed", "clock", "description", "services", "faults", "auth", "events", *CHECK_KEYS,
+    "name", "seed", "clock", "description", "services", "faults", "auth", "events", "webhooks",
+    *CHECK_KEYS,
 )  # fmt: skip
 
 
@@ -116,12 +118,26 @@ def parse_faults(
     if isinstance(block, dict) and set(block) == {"faults"}:
         block = block["faults"]
     services = {s.name: s.operations for s in spec.services}
-    op_kinds = {op.qualname: op.kind for op in spec.operations.values()}
+    op_kinds: dict[str, str] = {op.qualname: op.kind for op in spec.operations.values()}
+    _add_webhooks_target(spec.webhooks, services, op_kinds)
     parser = _RuleParser(doc, services, op_kinds)
     rules = parser.parse_block(block, {"faults": block}, "faults")
     check_merged_probabilities(doc, rules, services)
     doc.raise_problems()
     return rules
+
+
+def _add_webhooks_target(
+    webhooks: WebhookSpec | None,
+    services: dict[str, tuple[str, ...]],
+    op_kinds: dict[str, str],
+) -> None:
+    """Webhook deliveries take fault rules as an operation of the feed's service would:
+    `<service>.webhooks`, for the feed kinds only (`_faultblock.kinds_fit`)."""
+    if webhooks is None or WEBHOOKS_TARGET in services[webhooks.service]:
+        return
+    services[webhooks.service] = (*services[webhooks.service], WEBHOOKS_TARGET)
+    op_kinds[f"{webhooks.service}.{WEBHOOKS_TARGET}"] = WEBHOOKS_TARGET
 
 
 def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> SourceError:
@@ -140,7 +156,7 @@ def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> SourceError:
 # ---------------------------------------------------------------------------------------------
 
 
-class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
+class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader, _WebhooksLoader):
     """The top level of a world file; `build` runs the passes in the order their names are
     needed: records, then operations, seed and faults, which all name records or tools."""
 
@@ -194,6 +210,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         feeds = self.feeds(top)
         if feeds:
             self.feed_tool(top, feeds)
+        webhooks = self.webhooks(top, feeds)
         for svc, info in self.services.items():
             self.service_seed(svc, info["body"])
         self.check_seed_refs()
@@ -201,7 +218,8 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         ops_by_service = {s: tuple(self.declared.get(s, ())) for s in self.services}
         faults: dict[str, FaultRule] = {}
         if "faults" in top:
-            op_kinds = {op.qualname: op.kind for op in self.operations.values()}
+            op_kinds: dict[str, str] = {op.qualname: op.kind for op in self.operations.values()}
+            _add_webhooks_target(webhooks, ops_by_service, op_kinds)
             parser = _RuleParser(doc, ops_by_service, op_kinds)
             faults = parser.parse_block(top["faults"], top, "faults")
             check_merged_probabilities(doc, faults, ops_by_service)
@@ -237,6 +255,7 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
             description=description,
             auth=self.auth,
             feeds=feeds,
+            webhooks=webhooks,
             checks=checks,
         )
 

@@ -128,6 +128,20 @@ class FeedSpec(msgspec.Struct, frozen=True):
     loc: Location | None = None
 
 
+class WebhookSpec(msgspec.Struct, frozen=True):
+    """Top-level `webhooks:`: the event feed delivered by HTTP POST to a loopback endpoint,
+    signed, retried in virtual time (see docs/WORLDS.md, "Webhooks")."""
+
+    secret: str
+    service: str  # the feed's service: fault rules for deliveries are keyed `<service>.webhooks`
+    url: str | None = None  # None: the test or `serve --webhook-url` gives it
+    types: tuple[str, ...] = ()  # the event types delivered; () means every type of `events:`
+    retries: int = 3  # attempts after the first, for a delivery that fails
+    backoff_s: float = 30.0  # the first retry's delay; each next one waits twice as long
+    timeout_s: float = 10.0  # how long one attempt waits for an answer
+    loc: Location | None = None
+
+
 class PageSpec(msgspec.Struct, frozen=True):
     """`page:` of a list operation: how results are split (see docs/WORLDS.md, "Lists")."""
 
@@ -211,6 +225,7 @@ class WorldSpec(msgspec.Struct, frozen=True):
     auth: AuthSpec | None = None  # None: the world has no `auth:` block; calls need no token
     #: the outbound event feed (`events:`), by event type, file order
     feeds: dict[str, FeedSpec] = msgspec.field(default_factory=dict)
+    webhooks: WebhookSpec | None = None  # top-level `webhooks:`
     #: the top-level `expect_state`, `nothing_else_changes`, `policies` and `milestones`
     checks: Checks = Checks()
 
@@ -224,6 +239,6 @@ WORLD_ATTRIBUTES: frozenset[str] = frozenset(
         "events", "events_since", "trace", "snapshot", "restore", "fork", "reset",
         "state_hash", "diff", "to_dict", "set_faults", "fault_rules", "from_spec",
         "from_book", "call_together", "issue_token", "schedule", "scheduled", "model_call",
-        "model_used",
+        "model_used", "webhooks_pending", "webhooks_due", "webhook_attempted",
     }
 )  # fmt: skip

@@ -257,6 +257,26 @@ class ModelUsed(Event, frozen=True):
     model: str = ""
 
 
+# --- webhook deliveries ------------------------------------------------------------------
+
+
+class WebhookAttempted(Event, frozen=True):
+    """One attempt to deliver an event of the feed to the webhook endpoint (`webhooks:`),
+    made by a shell and reported back (`World.webhook_attempted`). `delivery` is `dlv_<k>`
+    for the k-th event delivered (`dlv_<k>_2` for the copy a `duplicate_delivery` adds);
+    `outcome` is "succeeded" (a 2xx), "failed" (another status, a timeout, a refused
+    connection: `status` and `error` say which) or "dropped" (a `dropped` fault: nothing was
+    sent). After a failure with retries left, `retry_at` is when the next attempt is due."""
+
+    delivery: str
+    event: str  # the feed event's id, evt_<seq>
+    attempt: int  # 1 for the first
+    outcome: str
+    status: int | None = None  # the endpoint's HTTP status, if it answered
+    error: str = ""  # why the attempt failed without an answer ("timed out after 10s", ...)
+    retry_at: datetime | None = None
+
+
 AnyEvent = (
     WorldCreated
     | WorldForked
@@ -281,6 +301,7 @@ AnyEvent = (
     | TokenExpired
     | TokenRevoked
     | AuthChecked
+    | WebhookAttempted
 )
 
 # `order="deterministic"` sorts dict keys, so the bytes never depend on insertion order.

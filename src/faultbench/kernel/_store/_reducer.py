@@ -45,6 +45,7 @@ from ._events import (
     TokenIssued,
     TokenRefreshed,
     TokenRevoked,
+    WebhookAttempted,
     WorldCreated,
     WorldForked,
 )
@@ -342,4 +343,5 @@ _CASES: dict[type[Event], Callable[[State, Any], State]] = {
     AuthChecked: _bump,
     ModelCalled: _model_called,
     ModelUsed: _bump,
+    WebhookAttempted: _bump,
 }

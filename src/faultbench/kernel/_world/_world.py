@@ -28,12 +28,13 @@ from .._spec._code import tool_fingerprints
 from .._spec._types import WORLD_ATTRIBUTES, WorldSpec
 from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
-from .._store._events import FaultsChanged, WorldCreated, WorldForked
+from .._store._events import FaultsChanged, WebhookAttempted, WorldCreated, WorldForked
 from .._store._indexes import index_fields, with_indexes
 from .._store._log import EventLog
 from .._store._state import Settings, State
 from .._store._tables import Table, table_of
 from .._text._names import did_you_mean
+from ._webhooks import Delivery, Webhooks
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
@@ -128,6 +129,7 @@ class World:
         self._tables: dict[str, Table] = {}
         self._clock = VirtualClock(book)
         self._trace: Trace | None = None
+        self._webhooks: Webhooks | None = None
 
     @classmethod
     def from_spec(
@@ -349,6 +351,49 @@ class World:
         from ._model import log_model_usage
 
         log_model_usage(self._book, k, input_tokens, output_tokens, model)
+
+    # --- webhook deliveries (`webhooks:`, `_webhooks.py`) -------------------------------------
+
+    def _hooks(self) -> Webhooks:
+        hooks = self._webhooks
+        if hooks is None:
+            if self._spec.webhooks is None:
+                raise ValueError(
+                    f"the world {self.name!r} has no webhooks: block; add one to deliver its "
+                    'event feed (docs/WORLDS.md, "Webhooks")'
+                )
+            hooks = self._webhooks = Webhooks(self._spec, self._spec.webhooks)
+        return hooks
+
+    def webhooks_pending(self) -> list[Delivery]:
+        """Every webhook delivery attempt still to make, due or not, in sending order."""
+        hooks = self._hooks()
+        state = self._book.state
+        return hooks.pending(self._book.log, self._pipeline.plan(), state.clock)
+
+    def webhooks_due(self) -> list[Delivery]:
+        """The webhook delivery attempts due at the virtual clock's time, in sending order,
+        for a shell to POST and report with `webhook_attempted`. The ones a `dropped` fault
+        loses are logged here (outcome "dropped") and not returned."""
+        hooks = self._hooks()
+        plan = self._pipeline.plan()
+        with self._book.lock:
+            now = self._book.state.clock
+            due = [d for d in hooks.pending(self._book.log, plan, now) if d.due <= now]
+            for d in due:
+                if d.fault == "dropped" and d.attempt == 1:
+                    hooks.attempted(self._book, plan, d, None, "", outcome="dropped")
+        return [d for d in due if not (d.fault == "dropped" and d.attempt == 1)]
+
+    def webhook_attempted(
+        self, delivery: Delivery, *, status: int | None = None, error: str = ""
+    ) -> WebhookAttempted:
+        """Log how one attempt went (`WebhookAttempted`): `status` the endpoint's HTTP status
+        (a 2xx succeeds), or None with `error` saying why there was no answer. A failure with
+        retries left is due again after the backoff, in virtual time."""
+        if status is None and not error:
+            raise ValueError("webhook_attempted needs the endpoint's status, or an error")
+        return self._hooks().attempted(self._book, self._pipeline.plan(), delivery, status, error)
 
     # --- the log -----------------------------------------------------------------------------
 

@@ -225,7 +225,13 @@ def _ms(t: datetime | None, origin: datetime) -> float:
 def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
     """The calls as bars: lane, start and end (virtual ms since the first call), fault,
     ghost write, the call it retries, and what hover shows (arguments, text, _meta)."""
-    from faultbench.kernel import RecordCreated, RecordDeleted, RecordUpdated, Trace
+    from faultbench.kernel import (
+        RecordCreated,
+        RecordDeleted,
+        RecordUpdated,
+        Trace,
+        WebhookAttempted,
+    )
     from faultbench.kernel.lowlevel import iso_time
 
     wrote: dict[str, int] = {}
@@ -237,9 +243,14 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
     # the text an `inject` fault planted in a call's answer, highlighted in its details
     planted = {f.call_id: f.detail.get("injected") for f in trace.faults() if f.kind == "inject"}
     model = trace.model_calls
-    if not calls and not model:
+    hooks = [ev for ev in events if isinstance(ev, WebhookAttempted)]
+    if not calls and not model and not hooks:
         return {"lanes": [], "calls": [], "span": 0}
-    origin = min([c.started_at for c in calls if c.started_at is not None] + [m.at for m in model])
+    origin = min(
+        [c.started_at for c in calls if c.started_at is not None]
+        + [m.at for m in model]
+        + [h.at for h in hooks[:1]]
+    )
     lanes: list[str] = []
     lane_of: dict[str, int] = {}
     ops = {} if spec is None else spec.operations
@@ -289,6 +300,9 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
         )
     if model:
         span = max(span, _model_lane(events, model, origin, lanes, rows))
+    if hooks:
+        faults = {f.call_id: f.kind for f in trace.faults() if f.tool == "webhooks"}
+        span = max(span, _deliveries_lane(hooks, faults, origin, lanes, rows))
     effects = _effects(events, origin)
     if effects:
         for mark in effects:
@@ -375,6 +389,53 @@ def _model_lane(
                 "args": {}, "text": "", "meta": meta,
             }
         )  # fmt: skip
+    return span
+
+
+#: the lane of webhook delivery attempts (`webhooks:`, `faultbench.webhooks`)
+DELIVERIES_LANE = "deliveries"
+
+
+def _deliveries_lane(
+    hooks: list[Any], faults: dict[str, str], origin: datetime, lanes: list[str], rows: list[Any]
+) -> float:
+    """Each webhook delivery attempt (`WebhookAttempted`) as a mark on a lane of its own,
+    "deliveries": red when it failed, linked to the attempt it retries, the delivery's fault
+    (duplicate_delivery, out_of_order, delayed, dropped) marked on its first attempt. Returns
+    the last time."""
+    from faultbench.kernel.lowlevel import iso_time
+
+    lane = len(lanes)
+    lanes.append(DELIVERIES_LANE)
+    span = 0.0
+    last: dict[str, int] = {}  # delivery -> its previous attempt's row
+    for h in hooks:
+        t = _ms(h.at, origin)
+        span = max(span, t)
+        number = h.delivery.partition("_")[2].partition("_")[0]  # dlv_<k>, dlv_<k>_2
+        k = int(number) if number.isascii() and number.isdigit() else 0
+        ok = h.outcome == "succeeded"
+        first = h.attempt == 1 and h.delivery == f"dlv_{k}"  # not a duplicate's copy
+        fault = faults.get(f"webhooks#{k}") if first else None
+        meta = {"delivery": h.delivery, "event": h.event, "attempt": h.attempt,
+                "outcome": h.outcome, "at": iso_time(h.at)}  # fmt: skip
+        if h.status is not None:
+            meta["status"] = h.status
+        if h.error:
+            meta["error"] = h.error
+        if h.retry_at is not None:
+            meta["retry_at"] = iso_time(h.retry_at)
+        text = h.outcome + (f" ({h.status})" if h.status is not None else "")
+        text += f": {h.error}" if h.error else ""
+        rows.append(
+            {
+                "i": len(rows), "lane": lane, "tool": h.delivery, "k": h.attempt, "s": t, "e": t,
+                "ok": ok, "fault": fault, "kind": None if ok else h.outcome, "ghost": False,
+                "writes": 0, "retry_of": last.get(h.delivery), "args": {"event": h.event},
+                "text": text, "meta": meta,
+            }
+        )  # fmt: skip
+        last[h.delivery] = len(rows) - 1
     return span
 
 
