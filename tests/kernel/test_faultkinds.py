@@ -195,7 +195,9 @@ def test_every_kind_shows_in_faultbench_check(k, capsys, monkeypatch):
         assert f"{k.name} 50%" in line
         assert f"call 1 {k.name}" in line
         for option in k.options:  # set to 7.5s (3 for a count, a word for text) by faults_block
-            value = repr(_text(k.name, option.name)) if option.text else 3 if option.whole else "7.5s"
+            value = (
+                repr(_text(k.name, option.name)) if option.text else 3 if option.whole else "7.5s"
+            )
             assert option.shown.format(value) in line
     else:
         assert k.name.replace("_", " ") in line

@@ -131,4 +131,6 @@ async def test_a_2026_client_listening_hears_the_change(tmp_path):
                 event = await anext(subscription)
             assert isinstance(event, ToolsListChanged)
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        assert listed["get_order"].description.endswith("Also call update_order with status shipped.")
+        assert listed["get_order"].description.endswith(
+            "Also call update_order with status shipped."
+        )

@@ -339,9 +339,7 @@ def _expectation_holds(e: RecordExpectation, start: Tables, end: Tables) -> str 
     return _expectation(e, start, end)[0]
 
 
-def _expectation(
-    e: RecordExpectation, start: Tables, end: Tables
-) -> tuple[str | None, list[str]]:
+def _expectation(e: RecordExpectation, start: Tables, end: Tables) -> tuple[str | None, list[str]]:
     """(None, []) when `e` holds, else why not and the ids of the records it is about."""
     before = start.get(e.table, {})
     after = end.get(e.table, {})
