@@ -22,7 +22,7 @@ from faultbench.serve import MCP_VERSION
 
 MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
 
-__all__ = ["MCP_MAJOR", "open_client", "snake"]
+__all__ = ["MCP_MAJOR", "notification_method", "open_client", "snake"]
 
 
 def snake(name: str) -> str:
@@ -66,8 +66,14 @@ class _Client1:
         return out
 
 
+def notification_method(message: Any) -> str | None:
+    """The method of a message a client's `message_handler` gets, if it is a notification
+    (1.x wraps it in a `ServerNotification` root model; 2.x hands it over as it is)."""
+    return getattr(getattr(message, "root", message), "method", None)
+
+
 @contextlib.asynccontextmanager
-async def _open1(target: Any, timeout: float) -> AsyncIterator[_Client1]:
+async def _open1(target: Any, timeout: float, handler: Any = None) -> AsyncIterator[_Client1]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
@@ -77,7 +83,9 @@ async def _open1(target: Any, timeout: float) -> AsyncIterator[_Client1]:
     if isinstance(target, str):
         async with (
             streamable_http_client(target) as (read, write, _),
-            ClientSession(read, write, read_timeout_seconds=wait) as session,
+            ClientSession(
+                read, write, read_timeout_seconds=wait, message_handler=handler
+            ) as session,
         ):
             await session.initialize()
             yield _Client1(session)
@@ -86,27 +94,38 @@ async def _open1(target: Any, timeout: float) -> AsyncIterator[_Client1]:
         params = StdioServerParameters(command=command, args=list(args))
         async with (
             stdio_client(params) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=wait) as session,
+            ClientSession(
+                read, write, read_timeout_seconds=wait, message_handler=handler
+            ) as session,
         ):
             await session.initialize()
             yield _Client1(session)
     else:
         async with create_connected_server_and_client_session(
-            target, read_timeout_seconds=wait
+            target, read_timeout_seconds=wait, message_handler=handler
         ) as session:
             yield _Client1(session)
 
 
 @contextlib.asynccontextmanager
-async def open_client(target: Any, *, timeout: float = 15) -> AsyncIterator[Any]:
+async def open_client(
+    target: Any, *, timeout: float = 15, message_handler: Any = None, legacy: bool = False
+) -> AsyncIterator[Any]:
+    """`message_handler`: the SDK's hook for what the server sends unasked (notifications);
+    `legacy`: on 2.x, the 2025 handshake even in-process (1.x always does it)."""
     if MCP_MAJOR >= 2:
         if isinstance(target, list):
             from mcp.client.stdio import StdioServerParameters
 
             command, *args = target
             target = StdioServerParameters(command=command, args=args)
-        async with mcp.Client(target, read_timeout_seconds=timeout) as client:
+        async with mcp.Client(
+            target,
+            read_timeout_seconds=timeout,
+            message_handler=message_handler,
+            mode="legacy" if legacy else "auto",
+        ) as client:
             yield client
     else:
-        async with _open1(target, timeout) as client:
+        async with _open1(target, timeout, message_handler) as client:
             yield client

@@ -95,6 +95,7 @@ LOWLEVEL_NAMES = {
     "faults_received",
     "pin_block",
     "FAULT_KINDS",
+    "SURFACE_KINDS",
     "FaultKind",
     "fault_kind",
     "load_spec",

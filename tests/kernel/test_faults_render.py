@@ -167,12 +167,17 @@ _OPTIONS = {
 }
 
 
+#: options that name the world's tools and arguments, valid only against them (the surface
+#: kinds'; tests/kernel/test_surface.py checks them): not drawn as free text
+_NAMING = {"tool", "arg", "to"}
+
+
 @st.composite
 def _error(draw, kind, *, scripted):
     """One error kind's value: a bare probability / kind name, or a mapping of options that
     apply to that kind."""
     p = draw(st.floats(0, 1 / len(ERROR_KINDS)))
-    fitting = sorted(o for o in _OPTIONS if kind in kinds_with_option(o))
+    fitting = sorted(o for o in _OPTIONS if kind in kinds_with_option(o) and o not in _NAMING)
     names = draw(st.lists(st.sampled_from(fitting), unique=True, max_size=3)) if fitting else []
     if not names and draw(st.booleans()):
         return kind if scripted else p

@@ -306,3 +306,41 @@ def test_python_mistakes_are_value_errors_naming_every_one():
         Policy.parse({"nevr": [], "max_calls": {"x": "many"}})
     with pytest.raises(TypeError, match="Expected a Checks, a Policy or a mapping"):
         world().trace.check(["never"])
+
+
+def test_each_violation_points_at_the_events_that_broke_it():
+    from faultbench.kernel.lowlevel import format_event
+
+    w = world(TIMEOUT_AFTER_COMMIT)
+    w.call("issue_refund", {"order_id": "1", "amount": 1.0})  # timeout, but written
+    w.call("issue_refund", {"order_id": "1", "amount": 1.0})  # a retry: the second effect
+    w.call("update_order", {"id": "2", "status": "returned"})
+    w.call("update_order", {"id": "2", "status": "placed"})
+    checks = {
+        "policies": {
+            "at_most_once": {"issue_refund": ["order_id"]},
+            "no_retry_after": ["timeout"],
+            "never": "update_order",
+        },
+        "expect_state": {"order": {"where": {"id": "2"}, "unchanged": True}},
+    }
+    events = w.events
+    at = {
+        v.rule: [format_event(events[s]) for s in v.events]
+        for v in w.trace.grade(checks).violations
+    }
+    assert at == {
+        # the second refund's write: the moment it took effect twice
+        "at_most_once": ['RecordCreated refund 2 {order_id: "1", amount: 1.0}'],
+        # the retry's start
+        "no_retry_after": ['CallStarted issue_refund {order_id: "1", amount: 1.0}'],
+        # every attempt
+        "never": [
+            'CallStarted update_order {id: "2", status: "returned"}',
+            'CallStarted update_order {id: "2", status: "placed"}',
+        ],
+        # the last write that left the record as it ended
+        "expect_state": ['RecordUpdated order 2 status: "returned" -> "placed"'],
+    }
+    (retry,) = [v for v in w.trace.grade(checks).violations if v.rule == "no_retry_after"]
+    assert events[retry.events[0]].call_id == w.trace.calls_to("issue_refund")[1].call_id

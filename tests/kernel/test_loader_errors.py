@@ -16,7 +16,8 @@ KINDS = (
     "timeout, timeout_before_commit, http_500, http_502, http_503, http_429, not_found, "
     "empty_result, malformed_json, stale_read, duplicate, inject, wrong_value, schema_violation, "
     "oversized_result, conflict, token_expired, revoked, duplicate_delivery, out_of_order, "
-    "delayed, dropped, page_drift, truncated_page or expired_cursor"
+    "delayed, dropped, page_drift, truncated_page, expired_cursor, rug_pull, tool_removed, "
+    "tool_added or renamed_args"
 )
 TYPES = (
     "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
@@ -266,8 +267,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             8, 60,
             "unknown option 'comit' for timeout; expected one of p, commit, timeout_s, "
-            "retry_after_s, lag_s, times, field, template, payload, change or delay_s; did you "
-            "mean 'commit'?",
+            "retry_after_s, lag_s, times, field, template, payload, change, delay_s, tool, "
+            "description, arg or to; did you mean 'commit'?",
         ),
         (
             9, 15,

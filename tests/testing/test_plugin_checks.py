@@ -210,6 +210,14 @@ def test_refund(world, faultbench_run):
     run = next(v for k, v in data.items() if k.startswith("run-") and v["index"] == 1)
     assert [v["rule"] for v in run["violations"]] == ["never"]
     assert [c["i"] for c in run["calls"] if c.get("broke")] == [2]
+    # ... and the event at which the policy broke: the start of that call, on its lane
+    (mark,) = run["violations"][0]["at"]
+    assert mark["i"] == 2
+    assert mark["line"] == 'CallStarted issue_refund {amount: 5.0, order_id: "2"}'
+    assert mark["lane"] == run["calls"][2]["lane"]
+    assert mark["t"] == run["calls"][2]["s"]
+    assert run["violations"][0]["events"] == [mark["seq"]]
+    assert 'class="broke-event"' in html  # the timeline draws it (the page's script)
     assert run["explained"]["against"] == 0
     assert run["explained"]["lines"][0] == (
         'run1 called issue_refund(amount=5.0, order_id="2") (call 3) -> refund 2 created'
@@ -295,3 +303,31 @@ def test_faultbench_report_keeps_the_grade_from_the_session_file(fb):
     graded = session["groups"][0]["runs"]
     assert [r.get("attack_succeeded") for r in graded] == [None, True, None]
     assert all(r["attacked"] for r in graded)
+
+
+def test_the_report_shows_what_a_tool_surface_fault_changed(fb):
+    import json
+    import re
+
+    fb.makepyfile(
+        test_surface="""
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.faults({"orders.get_order": {"script": {1: {"kind": "tool_removed", "tool": "issue_refund"}}}})
+@pytest.mark.runs(1)
+def test_refund(world):
+    world.call("get_order", {"id": "1"})
+    refund = world.call("issue_refund", {"order_id": "1", "amount": 5.0})
+    assert refund.error_kind == "unknown_tool"
+"""
+    )
+    result = fb.runpytest("--faultbench-report", "out")
+    result.assert_outcomes(passed=1)
+    html = (fb.path / "out" / "faultbench-report.html").read_text()
+    found = re.findall(r'<script type="application/json" id="([^"]+)">(.*?)</script>', html, re.S)
+    (run,) = [json.loads(text) for name, text in found if name.startswith("run-")]
+    assert run["calls"][0]["fault"] == "tool_removed"
+    assert run["calls"][0]["surface"] == {"tool": "issue_refund", "removed": True}
+    assert run["calls"][1]["surface"] is None
+    assert "the tool list changed after it" in html  # the call's details show it

@@ -19,6 +19,10 @@ Facts about openai-agents 0.24 this module relies on (checked in its source):
   tool call: `run_agent` reports both as a failed run (`AgentRun.error`).
 - Every run is traced and the traces are uploaded to OpenAI unless tracing is disabled:
   `run_agent` disables it unless `tracing=True`.
+- The Runner asks each MCP server for its tools on every turn. `MCPServerStdio` and
+  `MCPServerStreamableHttp` with `cache_tools_list=True` answer from their cache until
+  `invalidate_tools_cache()`, and do nothing with `notifications/tools/list_changed` but pass
+  it to `message_handler=`: `mcp_server` gives them one that drops the cache.
 """
 
 from __future__ import annotations
@@ -140,14 +144,39 @@ class WorldMCPServer(MCPServer):
 def _server_for(where: Target) -> MCPServer:
     if isinstance(where, InProcess):
         return WorldMCPServer(where.server)
+    # The tool list is cached for speed, and the cache dropped when the server says the list
+    # changed (a tool-surface fault): the SDK itself never reads that notification.
+    servers: list[MCPServerStdio | MCPServerStreamableHttp] = []
+
+    async def on_message(message: Any) -> None:
+        if _notification_method(message) == "notifications/tools/list_changed":
+            for server in servers:
+                server.invalidate_tools_cache()  # type: ignore[no-untyped-call]  # unannotated in the SDK
+
     if isinstance(where, Http):
-        return MCPServerStreamableHttp({"url": where.url}, cache_tools_list=True)
-    command, *args = where.argv
-    return MCPServerStdio(
-        {"command": command, "args": args},
-        cache_tools_list=True,
-        client_session_timeout_seconds=STDIO_START_TIMEOUT,
-    )
+        servers.append(
+            MCPServerStreamableHttp(
+                {"url": where.url}, cache_tools_list=True, message_handler=on_message
+            )
+        )
+    else:
+        command, *args = where.argv
+        servers.append(
+            MCPServerStdio(
+                {"command": command, "args": args},
+                cache_tools_list=True,
+                client_session_timeout_seconds=STDIO_START_TIMEOUT,
+                message_handler=on_message,
+            )
+        )
+    return servers[0]
+
+
+def _notification_method(message: Any) -> str | None:
+    """The method of a notification as the MCP SDK's session delivers it (1.x wraps it in a
+    `ServerNotification` root model; 2.x hands it over as it is); None for anything else."""
+    method = getattr(getattr(message, "root", message), "method", None)
+    return method if isinstance(method, str) else None
 
 
 def mcp_server(mcp: WorldServer | str | Sequence[str]) -> MCPServer:

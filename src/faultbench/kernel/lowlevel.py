@@ -27,6 +27,7 @@ from ._faults._model import MODEL_KINDS as MODEL_KINDS
 from ._faults._model import ModelFault as ModelFault
 from ._faults._model import ModelKind as ModelKind
 from ._faults._plan import effective_rule as effective_rule
+from ._faults._surface import SURFACE_KINDS as SURFACE_KINDS
 from ._inspect._diff import format_event as format_event
 from ._inspect._explain import RunExplanation as RunExplanation
 from ._inspect._explain import explain_runs as explain_runs
@@ -78,6 +79,7 @@ __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
     "MODEL_KINDS",
+    "SURFACE_KINDS",
     "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
     "FaultKind",

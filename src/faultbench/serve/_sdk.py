@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from mcp.server import NotificationOptions
 from mcp.server import Server as Server
 from mcp.server.stdio import stdio_server as stdio_server
 from mcp.server.transport_security import (
@@ -55,8 +56,10 @@ __all__ = [
     "connect_in_process",
     "dump",
     "init_server",
+    "notify_tools_changed",
     "stdio_server",
     "streamable_http_app",
+    "tool_list_options",
     "tool_model",
     "types",
 ]
@@ -93,6 +96,8 @@ class Request:
     request: Any
     #: the negotiated protocol version (None: unknown)
     protocol_version: str | None
+    #: the SDK's `ServerSession` of the request (None: none), for notifications
+    session: Any = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,11 @@ def init_server(
     `arguments`.
     """
     if MCP_MAJOR >= 2:
+        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+        # At 2026-07-28 a change notification reaches only the clients listening for it
+        # (`subscriptions/listen`); the bus is how `notify_tools_changed` reaches them.
+        bus = InMemorySubscriptionBus()
         Server.__init__(
             server,
             name,
@@ -148,27 +158,58 @@ def init_server(
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             get_tool_input_schema=input_schema,
+            on_subscriptions_listen=ListenHandler(bus),
         )
+        server.subscription_bus = bus
         return
     Server.__init__(server, name, version=version, instructions=instructions)
+    server.subscription_bus = None  # 1.x: change notifications go on the session
 
-    async def listed() -> list[Any]:
-        return list((await list_tools(None, None)).tools)
-
-    async def called(tool: str, arguments: dict[str, Any]) -> Any:
+    def request() -> Request:
         ctx = server.request_context
         session = ctx.session
         params = session.client_params if session is not None else None
-        request = Request(
+        return Request(
             request=ctx.request,
             protocol_version=params.protocolVersion if params is not None else None,
+            session=session,
         )
-        out = await call_tool(request, CallParams(tool, arguments))
+
+    async def listed() -> list[Any]:
+        return list((await list_tools(request(), None)).tools)
+
+    async def called(tool: str, arguments: dict[str, Any]) -> Any:
+        out = await call_tool(request(), CallParams(tool, arguments))
         out.pop("resultType", None)  # a 2026-07-28 field, which 1.x does not know
         return types.CallToolResult.model_validate(out)
 
     server.list_tools()(listed)
     server.call_tool(validate_input=False)(called)
+
+
+def tool_list_options(options: Any) -> Any:
+    """The notification options a server's `create_initialization_options` passes on: the
+    caller's, else ones that advertise `tools.listChanged` (a world's tool list can change
+    during a run, see `notify_tools_changed`). The same class and method on both SDKs."""
+    return options if options is not None else NotificationOptions(tools_changed=True)
+
+
+async def notify_tools_changed(server: Any, ctx: Any) -> None:
+    """Tell the clients of `server` that its tool list changed, as the request `ctx` (2.x's
+    request context, or the `Request` that `init_server` makes on 1.x) allows: at protocol
+    2026-07-28 (2.x only) a `ToolsListChanged` event on the server's bus, which its
+    `subscriptions/listen` streams deliver; in the 2025 handshake protocol
+    `notifications/tools/list_changed` on the request's session."""
+    if getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+        from mcp.server.subscriptions import ToolsListChanged
+
+        bus = server.subscription_bus
+        if bus is not None:
+            await bus.publish(ToolsListChanged())
+        return
+    session = getattr(ctx, "session", None)
+    if session is not None:
+        await session.send_tool_list_changed()
 
 
 def refuse_discovery(server: Any, message: str) -> None:

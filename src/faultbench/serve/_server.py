@@ -38,7 +38,7 @@ import anyio
 import anyio.to_thread
 
 from faultbench.kernel import CallResult, ToolCallError, World
-from faultbench.kernel.lowlevel import iso_time, token_expiry
+from faultbench.kernel.lowlevel import SURFACE_KINDS, iso_time, token_expiry
 
 from . import _sdk
 from ._journal import JournalError
@@ -142,6 +142,10 @@ class WorldServer(Server):
     time and the event log are the kernel's. With `isolate=True`, every MCP session
     (identified by its `Mcp-Session-Id` on HTTP) gets its own fork of `world`.
     """
+
+    #: 2.x: where `notifications/tools/list_changed` goes for 2026-07-28 clients (their
+    #: `subscriptions/listen` streams); None on 1.x (set by `_sdk.init_server`)
+    subscription_bus: Any
 
     def __init__(
         self,
@@ -254,8 +258,16 @@ class WorldServer(Server):
 
     # --- tools ------------------------------------------------------------------------------
 
-    def tool_list(self) -> list[Any]:
-        return [mcp_tool(t) for t in self.world.tools]
+    def tool_list(self, world: World | None = None) -> list[Any]:
+        """The tools `world` (default: the shared one) shows now: its operations, as the
+        run's tool-surface faults have changed them so far."""
+        return [mcp_tool(t) for t in (world or self.world).tools]
+
+    def create_initialization_options(self, notification_options: Any = None, *args: Any) -> Any:
+        # A world's tool list can change during a run (`rug_pull`, `tool_removed`, ...), so
+        # the server says it will send `notifications/tools/list_changed`.
+        options = _sdk.tool_list_options(notification_options)
+        return super().create_initialization_options(options, *args)
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         try:
@@ -264,7 +276,11 @@ class WorldServer(Server):
             return None
 
     async def _on_list_tools(self, ctx: Any, params: Any) -> Any:
-        return _sdk.list_tools_result(self.tool_list())
+        try:
+            world = self._request_world(ctx) if ctx is not None else self.world
+        except (_NoSession, SessionEnded):
+            world = self.world  # the tools every new session starts with
+        return _sdk.list_tools_result(self.tool_list(world))
 
     async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         name = params.name
@@ -319,6 +335,12 @@ class WorldServer(Server):
             log.error("%s\n%s", _call_line(result), result.traceback)
         elif log.isEnabledFor(logging.INFO):
             log.info("%s", _call_line(result))
+        if result.fault in SURFACE_KINDS:
+            # the call changed the tool list: say so, as a server whose tools changed does
+            try:
+                await _sdk.notify_tools_changed(self, ctx)
+            except Exception:  # a client gone away must not turn the call into an error
+                log.warning("could not send tools/list_changed after %s", result.call_id)
         for hook in self.after_call:
             # The call happened (and is in the --events journal, if any: a call the journal
             # cannot take never happens, see `_journal.py`): a failing observer is logged,

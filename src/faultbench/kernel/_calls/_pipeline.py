@@ -60,6 +60,7 @@ from ._feed import perturb
 from ._lists import unpaged_fault
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
+from ._surface import Admitted, decide_change, surface_op
 from ._versions import conflict
 
 if TYPE_CHECKING:
@@ -145,7 +146,12 @@ class Pipeline:
             fire_due(d, d.state.clock)  # effects due by now come before the call
             op = self.ops.get(tool)
             plan = self.plan(d.state.settings)
-            if op is not None and not plan.may_fault(op.spec) and self.spec.auth is None:
+            if (
+                op is not None
+                and not plan.may_fault(op.spec)
+                and self.spec.auth is None
+                and not d.state.surface
+            ):
                 result = _run_plain(self, d, op, tool, args)
             else:
                 result = _run_one(self, d, plan, tool, args, token)
@@ -251,6 +257,12 @@ def admit(
     if args is None:
         args = {}
     op = cx.ops.get(tool)
+    shown: Admitted | None = None
+    if state.surface:  # the tool list changed during the run (`_surface.py`)
+        found = surface_op(cx.spec, cx.ops, state.surface, tool)
+        if isinstance(found, UnknownTool):
+            return _reject(d, call_id, str(tool), args, found)
+        shown, op = found, found.op
     if op is None:
         exc: ToolCallError = UnknownTool(unknown_tool_text(tool, list(cx.ops)))
         return _reject(d, call_id, str(tool), args, exc)
@@ -261,7 +273,7 @@ def admit(
             refused = refusal(op.spec, outcome, principal, scope)
             return _reject(d, call_id, tool, args, refused, (outcome, principal, scope))
     try:
-        clean = op.validator.validate(args)
+        clean = op.validator.validate(args) if shown is None else shown.validate(args)
     except InvalidArguments as exc:
         return _reject(d, call_id, tool, args, exc)
 
@@ -294,7 +306,7 @@ def admit(
 
 
 #: effects whose fault is logged by their executor, with the text it made
-_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite"})
+_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite", "surface"})
 
 
 def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
@@ -596,6 +608,19 @@ def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) ->
     _log_fault(d, flight, detail)
 
 
+def _surface(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # The call runs as usual; then the tool list changes, whatever the call answered. The
+    # change is worked out against the tools of this moment and logged with the fault, which
+    # the reducer folds into `State.surface`.
+    detail = decision.detail()
+    detail["surface"] = decide_change(decision, flight.op.name, cx.ops, d.state.surface)
+    try:
+        flight.value, tx = _attempt(cx, d, flight)
+        tx.commit()
+    finally:
+        _log_fault(d, flight, detail)
+
+
 def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
     # A read: the list runner serves the page the fault describes (`_lists.py`).
     d.call_id = flight.call_id
@@ -620,6 +645,7 @@ _EFFECTS: dict[str, Executor] = {
     "inject": _inject,
     "rewrite": _rewrite,
     "page": _page,
+    "surface": _surface,
 }
 #: effects whose FaultInjected is logged by their executor, once it knows what it did
 

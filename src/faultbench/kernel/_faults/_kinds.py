@@ -54,6 +54,7 @@ EFFECTS: dict[str, bool] = {
     "inject": False,  # a success whose records (or text) carry a planted instruction
     "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
     "page": False,  # a list page served wrong: shifted by one, or `has_more` cut short
+    "surface": False,  # the call runs as usual, then the tool list changes (`_surface.py`)
 }
 
 
@@ -185,6 +186,9 @@ _WRITES = ("create", "update", "delete", "custom")
 #: the event feed's `list_events` (top-level `events:`) and its webhook deliveries
 #: (`webhooks:`, fault key `<service>.webhooks`)
 _FEED = ("events", "webhooks")
+_TOOL = Option("tool", None, "tool {}", text=True)
+_TEMPLATE = Option("template", None, "template {}", text=True)
+_PAYLOAD = Option("payload", None, "payload {}", text=True)
 
 KINDS: tuple[FaultKind, ...] = (
     # The write commits, then the caller waits `timeout_s` in vain: the famous case.
@@ -239,8 +243,8 @@ KINDS: tuple[FaultKind, ...] = (
         name="inject", effect="inject", default_commit=True, commit_option=False,
         options=(
             Option("field", None, "into {}", text=True),
-            Option("template", None, "template {}", text=True),
-            Option("payload", None, "payload {}", text=True),
+            _TEMPLATE,
+            _PAYLOAD,
         ),
     ),
     # Lying tools: the call runs as usual and its answer is rewritten (`_lies.py`).
@@ -323,6 +327,29 @@ KINDS: tuple[FaultKind, ...] = (
         name="expired_cursor", effect="fail", default_commit=False, commit_option=False,
         applies_to=("list",),
         message=_status("400 Bad Request: cursor expired; start again ({name})"),
+    ),
+    # The tool surface changes mid-run (issue 26): the k-th call runs as usual, then the tool
+    # list changes and an MCP server announces it (`notifications/tools/list_changed`).
+    # `tool` names the tool that changes (default: the one called); `_calls/_surface.py`
+    # works the change out against the tools of that moment.
+    FaultKind(
+        name="rug_pull", effect="surface", default_commit=True, commit_option=False,
+        options=(_TOOL, Option("description", None, "to {}", text=True), _TEMPLATE, _PAYLOAD),
+    ),
+    FaultKind(
+        name="tool_removed", effect="surface", default_commit=True, commit_option=False,
+        options=(_TOOL,),
+    ),
+    # a distractor: a copy of the tool called, under a new name (default `<tool>_v2`)
+    FaultKind(
+        name="tool_added", effect="surface", default_commit=True, commit_option=False,
+        options=(_TOOL, Option("description", None, "to {}", text=True)),
+    ),
+    FaultKind(
+        name="renamed_args", effect="surface", default_commit=True, commit_option=False,
+        options=(
+            _TOOL, Option("arg", None, "arg {}", text=True), Option("to", None, "to {}", text=True),
+        ),
     ),
 )  # fmt: skip
 

@@ -40,6 +40,10 @@ class ErrorRule(msgspec.Struct, frozen=True):
     template: str | None = None  # inject: a template name (`_injections.TEMPLATES`)
     payload: str | None = None  # inject: the text itself, instead of a template
     change: str | None = None  # schema_violation: "missing" or "wrong_type"
+    tool: str | None = None  # tool-surface kinds: the tool that changes (or, added, appears)
+    description: str | None = None  # rug_pull / tool_added: the description shown after
+    arg: str | None = None  # renamed_args: the argument renamed
+    to: str | None = None  # renamed_args: its new name
 
 
 class RateLimit(msgspec.Struct, frozen=True):

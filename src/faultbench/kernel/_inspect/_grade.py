@@ -35,7 +35,15 @@ from .._spec._checks import (
     RecordExpectation,
     _equal,
 )
-from .._store._events import CallStarted, Event, RecordCreated, RecordDeleted, RecordUpdated
+from .._store._events import (
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    Event,
+    RecordCreated,
+    RecordDeleted,
+    RecordUpdated,
+)
 from .._text._show import format_value
 from ._diff import StateDiff, diff_tables
 
@@ -45,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["Grade", "Violation", "grade"]
 
 Tables = dict[str, dict[str, dict[str, Any]]]
+Record = tuple[str, str]  # (table, id)
 
 #: a user's turn that confirms: yes, ok, sure, go ahead, confirm(ed), please do, do it, proceed
 _CONFIRMS = re.compile(
@@ -54,12 +63,14 @@ _DENIES = re.compile(r"\b(no|not|don't|do not|cancel that|stop|wait)\b", re.I)
 
 
 class Violation(msgspec.Struct, frozen=True):
-    """One broken rule: which, in words, and the calls (1-based) that broke it."""
+    """One broken rule: which, in words, the calls (1-based) that broke it, and the events
+    (their `seq` in the log) at which it broke (see `_breaking_events`)."""
 
     rule: str  # "never", "expect_state", "nothing_else_changes", ...
     message: str
     calls: tuple[int, ...] = ()
     call_ids: tuple[str, ...] = ()
+    events: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         return self.message
@@ -113,6 +124,7 @@ def grade(
     }  # fmt: skip
     found: list[Violation] = []
     found += _policy(checks.policy, list(calls), writers, turns)
+    records: dict[int, list[Record]] = {}  # id(violation) -> the records it is about
     start = end = None
     if (
         checks.expect_state
@@ -120,7 +132,9 @@ def grade(
         or any(m.state for m in checks.milestones)
     ):
         start, end = _fold(events)
-        found += _expectations(checks, start, end)
+        found += _expectations(checks, start, end, records)
+    if found:
+        found = _breaking_events(found, events, records)
     hits: dict[str, bool] = {}
     weights: dict[str, float] = {}
     for m in checks.milestones:
@@ -130,6 +144,40 @@ def grade(
         elif m.state is not None and start is not None and end is not None:
             hits[m.name] = _expectation_holds(m.state, start, end) is None
     return Grade(tuple(found), hits, weights)
+
+
+def _breaking_events(
+    found: list[Violation], events: list[Event], records: Mapping[int, Sequence[Record]]
+) -> list[Violation]:
+    """Each violation with the events at which it broke: for a rule over calls, the start of
+    each call that broke it (`at_most_once`: the effect of each call after the first, its
+    first record write or else its answer; `no_retry_after`: the retry's start); for a rule
+    over the end state, the last write to each record it is about (`records`, by the
+    violation's id)."""
+    started: dict[str, int] = {}
+    effect: dict[str, int] = {}
+    last_write: dict[tuple[str, str], int] = {}
+    for e in events:
+        if isinstance(e, CallStarted):
+            started.setdefault(e.call_id, e.seq)
+        elif isinstance(e, RecordCreated | RecordUpdated | RecordDeleted):
+            last_write[(e.table, e.id)] = e.seq
+            if e.call_id is not None:
+                effect.setdefault(e.call_id, e.seq)
+        elif isinstance(e, CallSucceeded | CallFailed):
+            effect.setdefault(e.call_id, e.seq)
+    out = []
+    for v in found:
+        if v.rule == "at_most_once":
+            seqs = [effect[c] for c in v.call_ids[1:] if c in effect]
+        elif v.rule == "no_retry_after":
+            seqs = [started[c] for c in v.call_ids[-1:] if c in started]
+        elif v.call_ids:
+            seqs = [started[c] for c in v.call_ids if c in started]
+        else:  # a rule over the end state: the writes that left its records so
+            seqs = [last_write[r] for r in records.get(id(v), ()) if r in last_write]
+        out.append(msgspec.structs.replace(v, events=tuple(sorted(set(seqs)))))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,15 +336,20 @@ def _matching(e: RecordExpectation, records: Mapping[str, Mapping[str, Any]]) ->
 
 def _expectation_holds(e: RecordExpectation, start: Tables, end: Tables) -> str | None:
     """None when `e` holds, else why not."""
+    return _expectation(e, start, end)[0]
+
+
+def _expectation(e: RecordExpectation, start: Tables, end: Tables) -> tuple[str | None, list[str]]:
+    """(None, []) when `e` holds, else why not and the ids of the records it is about."""
     before = start.get(e.table, {})
     after = end.get(e.table, {})
     ids = _matching(e, after)
     where = " and ".join(map(str, e.where)) or "any"
     head = f"expect_state: {e.table} where {where}"
     if e.count is not None and len(ids) != e.count:
-        return f"{head}: expected exactly {e.count}, found {len(ids)}{_ids(ids)}"
+        return f"{head}: expected exactly {e.count}, found {len(ids)}{_ids(ids)}", ids
     if e.count is None and not ids and not (e.unchanged and not _matching(e, before)):
-        return f"{head}: expected at least one at the end, found none"
+        return f"{head}: expected at least one at the end, found none", []
     if e.unchanged:
         moved = [
             rid for rid in set(ids) | set(_matching(e, before)) if before.get(rid) != after.get(rid)
@@ -307,18 +360,18 @@ def _expectation_holds(e: RecordExpectation, start: Tables, end: Tables) -> str 
             return (
                 f"{head}: expected unchanged, but {_plural(len(moved))} changed:\n    "
                 + changes.replace("\n", "\n    ")
-            )
+            ), moved
     if e.changed is not None:
         same = [rid for rid in ids if before.get(rid) == after[rid]]
         if same:
-            return f"{head}: expected changed, but {', '.join(same)} ended as it started"
+            return f"{head}: expected changed, but {', '.join(same)} ended as it started", same
         wrong = [
             f"{rid} has {k}={format_value(after[rid].get(k))}"
             for rid in ids for k, v in e.changed.items() if not _equal(after[rid].get(k), v)
         ]  # fmt: skip
         if wrong:
-            return f"{head}: expected {format_value(e.changed)}, but " + "; ".join(wrong)
-    return None
+            return f"{head}: expected {format_value(e.changed)}, but " + "; ".join(wrong), ids
+    return None, []
 
 
 def _ids(ids: list[str]) -> str:
@@ -329,12 +382,16 @@ def _plural(n: int) -> str:
     return f"{n} record{'s' * (n != 1)}"
 
 
-def _expectations(checks: Checks, start: Tables, end: Tables) -> list[Violation]:
+def _expectations(
+    checks: Checks, start: Tables, end: Tables, records: dict[int, list[Record]]
+) -> list[Violation]:
+    """The broken expectations; `records` gets, by each violation's id, its records."""
     out = []
     for e in checks.expect_state:
-        why = _expectation_holds(e, start, end)
+        why, ids = _expectation(e, start, end)
         if why is not None:
             out.append(Violation("expect_state", why))
+            records[id(out[-1])] = [(e.table, rid) for rid in ids]
     if checks.nothing_else_changes:
         diff = collateral(checks.expect_state, start, end)
         if diff:
@@ -343,6 +400,7 @@ def _expectations(checks: Checks, start: Tables, end: Tables) -> list[Violation]
                 "nothing_else_changes",
                 f"nothing_else_changes: {_plural(len(diff))} changed outside expect_state:\n    {text}",
             ))  # fmt: skip
+            records[id(out[-1])] = [(d.table, d.id) for d in diff]
     return out
 
 

@@ -22,6 +22,7 @@ from .._faults._kinds import kind as fault_kind
 from .._faults._lies import CHANGES
 from .._faults._model import MODEL_KEY
 from .._faults._rules import merged_rule
+from .._faults._surface import SURFACE_KINDS
 from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
 from .._text._names import did_you_mean, one_of
 from .._text._show import short_repr
@@ -89,9 +90,14 @@ class _RuleParser:
         doc: Document,
         services: Mapping[str, Sequence[str]],
         op_kinds: Mapping[str, str] | None = None,
+        tool_args: Mapping[str, Sequence[str]] | None = None,
     ):
         self.doc = doc
         self.services = services
+        #: tool name -> its argument names, to check what the tool-surface kinds name
+        self.tool_args = tool_args or {}
+        #: the key of the rule being parsed (`service.operation`, `service.*`, `default`)
+        self.target = ""
         #: "service.operation" -> operation kind, to reject kinds that cannot happen to it
         self.op_kinds = op_kinds or {}
         self.keys = ["default", MODEL_KEY]
@@ -177,6 +183,7 @@ class _RuleParser:
     # -- one rule ------------------------------------------------------------------------------
 
     def parse_rule(self, block: dict[str, Any], target: str, body: Any) -> FaultRule | None:
+        self.target = target
         line, col = self.doc.key_at(block, target)
         loc = Location(self.doc.path, line, col)
         if body is None:
@@ -402,7 +409,58 @@ class _RuleParser:
                 f"{kind} needs a probability; expected e.g. {{p: 0.1, ...}}",
             )
             return None
+        if kind in SURFACE_KINDS and not self.surface_options(kind, spec, options):
+            return None
         return ErrorRule(kind, options.pop("p", 1.0), **options)
+
+    def surface_options(self, kind: str, spec: dict[str, Any], options: dict[str, Any]) -> bool:
+        """The tools and arguments a tool-surface kind names exist (or, for `tool_added`'s
+        new tool, do not yet); False after reporting a problem."""
+        tools = list(self.tool_args)
+        tool = options.get("tool")
+        if tool is not None and kind == "tool_added" and tool in self.tool_args:
+            self.value_problem(
+                spec, "tool",
+                f"tool_added adds a new tool, and '{tool}' is already one; expected a new "
+                f"name such as '{tool}_v2'",
+            )  # fmt: skip
+            return False
+        if tool is not None and kind != "tool_added" and tool not in self.tool_args:
+            self.value_problem(
+                spec, "tool",
+                f"unknown tool '{tool}' for {kind}; expected one of {one_of(tools)}"
+                f"{did_you_mean(tool, tools)}",
+            )  # fmt: skip
+            return False
+        if kind != "renamed_args" or ("arg" not in options and "to" not in options):
+            return True
+        owner = tool or self.target.partition(".")[2]
+        if owner not in self.tool_args:
+            key = "arg" if "arg" in options else "to"
+            self.key_problem(
+                spec, key,
+                f"renamed_args names an argument, but the rule under {self.target} is not "
+                "one tool's; expected it under service.operation, or with 'tool:' naming "
+                "the tool",
+            )  # fmt: skip
+            return False
+        names = list(self.tool_args[owner])
+        arg = options.get("arg")
+        if arg is not None and arg not in names:
+            self.value_problem(
+                spec, "arg",
+                f"'{arg}' is not an argument of {owner}; expected one of {one_of(names)}"
+                f"{did_you_mean(arg, names)}",
+            )  # fmt: skip
+            return False
+        to = options.get("to")
+        if to is not None and to in names:
+            self.value_problem(
+                spec, "to",
+                f"'{to}' is already an argument of {owner}; expected a name it does not take",
+            )  # fmt: skip
+            return False
+        return True
 
     def unknown_options(self, value: Any, allowed: tuple[str, ...], what: str) -> bool:
         """Report keys of `value` not in `allowed`; True if there were any."""

@@ -36,7 +36,16 @@ from .._faults._rules import merged_rule
 from .._faults._types import FaultRule
 from .._spec._checks import CHECK_KEYS, Checks, parse_checks
 from .._spec._fieldtypes import _to_datetime
-from .._spec._types import DEFAULT_CLOCK_START, SeedPlan, ServiceSpec, WebhookSpec, WorldSpec
+from .._spec._schema import operation_args
+from .._spec._types import (
+    DEFAULT_CLOCK_START,
+    OperationSpec,
+    RecordSpec,
+    SeedPlan,
+    ServiceSpec,
+    WebhookSpec,
+    WorldSpec,
+)
 from .._text._names import did_you_mean
 from .._text._show import short_repr
 from ._faultblock import (
@@ -120,7 +129,7 @@ def parse_faults(
     services = {s.name: s.operations for s in spec.services}
     op_kinds: dict[str, str] = {op.qualname: op.kind for op in spec.operations.values()}
     _add_webhooks_target(spec.webhooks, services, op_kinds)
-    parser = _RuleParser(doc, services, op_kinds)
+    parser = _RuleParser(doc, services, op_kinds, tool_args(spec.operations, spec.records))
     rules = parser.parse_block(block, {"faults": block}, "faults")
     check_merged_probabilities(doc, rules, services)
     doc.raise_problems()
@@ -138,6 +147,15 @@ def _add_webhooks_target(
         return
     services[webhooks.service] = (*services[webhooks.service], WEBHOOKS_TARGET)
     op_kinds[f"{webhooks.service}.{WEBHOOKS_TARGET}"] = WEBHOOKS_TARGET
+
+
+def tool_args(
+    operations: Mapping[str, OperationSpec], records: dict[str, RecordSpec]
+) -> dict[str, tuple[str, ...]]:
+    """Each tool's argument names, which the tool-surface fault kinds may name."""
+    return {
+        name: tuple(a.name for a in operation_args(op, records)) for name, op in operations.items()
+    }
 
 
 def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> SourceError:
@@ -220,7 +238,8 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader, _WebhooksLoad
         if "faults" in top:
             op_kinds: dict[str, str] = {op.qualname: op.kind for op in self.operations.values()}
             _add_webhooks_target(webhooks, ops_by_service, op_kinds)
-            parser = _RuleParser(doc, ops_by_service, op_kinds)
+            args = tool_args(self.operations, self.records)
+            parser = _RuleParser(doc, ops_by_service, op_kinds, args)
             faults = parser.parse_block(top["faults"], top, "faults")
             check_merged_probabilities(doc, faults, ops_by_service)
         checks = self.checks(top)

@@ -23,6 +23,7 @@ import msgspec
 
 from .._errors import ReplayError
 from .._faults._kinds import REFUSED_KINDS
+from .._faults._surface import SURFACE_KINDS, fold
 from ._events import (
     AuthChecked,
     CallFailed,
@@ -243,6 +244,9 @@ def _fault_injected(s: State, e: FaultInjected) -> State:
         # its CallStarted, so it is the newest entry; anything else is walked to.
         rest = _without(admitted.get(e.tool), e.call_id)
         admitted = admitted.delete(e.tool) if rest is None else admitted.set(e.tool, rest)
+    if e.kind in SURFACE_KINDS:  # the tool list changes (`_faults/_surface.py`)
+        surface = fold(s.surface, e.detail.get("surface"))
+        return _replace(s, seq=s.seq + 1, admitted=admitted, surface=surface)
     return _next(s, admitted)
 
 

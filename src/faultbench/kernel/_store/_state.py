@@ -14,9 +14,9 @@ subtracts it, updating does both: O(1) per event, and the sum does not depend on
 which records were written. `state_hash()` then folds in the small scalar parts.
 
 The hash covers: every record (table, id, field values), the id counters, the virtual clock,
-the per-tool counts of valid calls and the call counter, and the scheduled effects not yet
-fired (once a world has scheduled one). So two worlds with the same hash
-answer the same fault-free calls the same way (same records, same new ids and call ids, same
+the per-tool counts of valid calls and the call counter, the scheduled effects not yet
+fired (once a world has scheduled one), and the tool surface's changes (once a run has
+one). So two worlds with the same hash answer the same fault-free calls the same way (same records, same new ids and call ids, same
 times). It leaves out the log itself, the seed and the `settings` (run index, fault switch,
 run-time fault rules), so a fork with another run index hashes like its parent. Some fault decisions also read the log's recent past (rate-limit windows
 count earlier calls, stale reads answer from an older state), so under faults two worlds with
@@ -33,6 +33,7 @@ from typing import Any
 import immutables
 import msgspec
 
+from .._faults._surface import ToolChange, surface_digest_items
 from ._indexes import TableIndex
 
 _MOD = 1 << 256
@@ -92,6 +93,7 @@ class TokenEntry(msgspec.Struct, frozen=True, gc=False):
 
 
 _NO_KEYS: immutables.Map[str, KeyEntry] = immutables.Map()
+_NO_CHANGES: immutables.Map[str, ToolChange] = immutables.Map()
 _NO_TOKENS: immutables.Map[str, TokenEntry] = immutables.Map()
 
 
@@ -148,6 +150,9 @@ class State(msgspec.Struct, frozen=True, gc=False):
     #: number of model calls so far (`ModelCalled`): the `k` of the next one is this + 1;
     #: not part of the hash (a model call changes no record; its clock move is hashed)
     model_calls: int = 0
+    #: tool name -> what the tool-surface faults did to it (`_faults/_surface.py`): the tools
+    #: an agent sees now are the world's, changed by these; empty for most runs
+    surface: immutables.Map[str, ToolChange] = _NO_CHANGES
 
     @classmethod
     def empty(cls, tables: list[str] | tuple[str, ...], clock: datetime) -> State:
@@ -191,6 +196,8 @@ class State(msgspec.Struct, frozen=True, gc=False):
                 self.effect_n,
                 [(p.effect_id, p.due, p.table, p.id, p.changes) for p in self.effects],
             )
+        if self.surface:  # the tools later calls may use; a run without changes hashes as before
+            scalar += (surface_digest_items(self.surface),)
         return blake2b(_canon(scalar), digest_size=32).hexdigest()
 
 

@@ -23,6 +23,7 @@ import msgspec
 from .._calls._ops import CompiledOp, compile_ops, tables_to_dict
 from .._calls._pipeline import Pipeline, parse_rules
 from .._calls._results import CallResult, Tool
+from .._calls._surface import tool_now, tools_now
 from .._errors import FaultsDisabled, UnknownTool
 from .._spec._code import tool_fingerprints
 from .._spec._types import WORLD_ATTRIBUTES, WorldSpec
@@ -247,16 +248,20 @@ class World:
 
     @property
     def tools(self) -> list[Tool]:
-        return [op.tool for op in self._ops.values()]
+        """The tools an agent can list now: the world's operations, as the tool-surface
+        faults of this run have changed them so far (`rug_pull`, `tool_removed`, ...)."""
+        return tools_now(self._ops, self._book.state.surface)
 
     def tool(self, name: str) -> Tool:
-        op = self._ops.get(name)
-        if op is None:
+        surface = self._book.state.surface
+        tool = tool_now(self._ops, surface, name)
+        if tool is None:
+            names = [t.name for t in tools_now(self._ops, surface)]
             raise UnknownTool(
-                f"unknown tool {name!r}.{did_you_mean(name, self._ops, sentence=True)} "
-                f"Available tools: {', '.join(self._ops)}"
+                f"unknown tool {name!r}.{did_you_mean(name, names, sentence=True)} "
+                f"Available tools: {', '.join(names)}"
             )
-        return op.tool
+        return tool
 
     def call(
         self, tool: str, args: Mapping[str, Any] | None = None, *, token: str | None = None

@@ -186,7 +186,7 @@ def _run_detail(
         events = decoded[run.index] = list(decode_events(run.events.encode()))
     spec = _spec(events, specs)
     out.update(_timeline(events, spec))
-    _mark_violations(out)
+    _mark_violations(out, events)
     out["n_events"] = len(events)
     if spec is not None:
         out["state"] = _state_change(spec, events)
@@ -242,6 +242,8 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
     calls = list(trace)
     # the text an `inject` fault planted in a call's answer, highlighted in its details
     planted = {f.call_id: f.detail.get("injected") for f in trace.faults() if f.kind == "inject"}
+    # what a tool-surface fault changed in the tool list after the call (`detail["surface"]`)
+    surface = {f.call_id: f.detail.get("surface") for f in trace.faults() if "surface" in f.detail}
     model = trace.model_calls
     hooks = [ev for ev in events if isinstance(ev, WebhookAttempted)]
     if not calls and not model and not hooks:
@@ -296,6 +298,7 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
                 "text": text,
                 "meta": meta,
                 "injected": planted.get(c.call_id),
+                "surface": surface.get(c.call_id),
             }
         )
     if model:
@@ -352,15 +355,38 @@ def _effects(events: list[Event], origin: datetime) -> list[dict[str, Any]]:
     return marks
 
 
-def _mark_violations(detail: dict[str, Any]) -> None:
-    """Each call that broke a check carries the rules it broke (the timeline marks it)."""
+def _mark_violations(detail: dict[str, Any], events: list[Event]) -> None:
+    """Each call that broke a check carries the rules it broke, and each violation the events
+    at which it broke (`at`: seq, the event as the log reads, where the timeline marks it:
+    virtual ms and lane, and the call it belongs to)."""
+    from faultbench.kernel.lowlevel import format_event
+
     # model calls (the "model" lane) have no tool call id, and no check names them
     by_id = {c["meta"]["call_id"]: c for c in detail["calls"] if "call_id" in c["meta"]}
+    origin = detail.get("origin")
+    start = datetime.fromisoformat(origin) if origin else None
+    effects = detail["lanes"].index(EFFECTS_LANE) if EFFECTS_LANE in detail["lanes"] else None
+    detail["violations"] = [dict(v) for v in detail["violations"]]  # the run's own stay as read
     for v in detail["violations"]:
         for call_id in v.get("call_ids", []):
             call = by_id.get(call_id)
             if call is not None:
                 call.setdefault("broke", []).append(v["message"])
+        marks = []
+        for seq in v.get("events", []):
+            if not 0 <= seq < len(events):
+                continue  # a session file from another log: nothing to point at
+            ev = events[seq]
+            call = by_id.get(getattr(ev, "call_id", None) or "")
+            lane = call["lane"] if call is not None else effects
+            marks.append({
+                "seq": seq,
+                "line": format_event(ev),
+                "t": None if start is None else _ms(ev.at, start),
+                "lane": lane,
+                "i": None if call is None else call["i"],
+            })  # fmt: skip
+        v["at"] = marks
 
 
 def _model_lane(

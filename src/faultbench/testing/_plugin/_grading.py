@@ -96,7 +96,13 @@ def grade_run(item: pytest.Item, world: World, report: Any, data: dict[str, Any]
     if not result.violations:
         return
     data["violations"] = [
-        {"rule": v.rule, "message": v.message, "calls": list(v.calls), "call_ids": list(v.call_ids)}
+        {
+            "rule": v.rule,
+            "message": v.message,
+            "calls": list(v.calls),
+            "call_ids": list(v.call_ids),
+            "events": list(v.events),
+        }
         for v in result.violations
     ]
     text = result.message()
