@@ -436,6 +436,16 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
     assert lc["filter"]["created"] == ["gt", "gte", "lt", "lte", "eq"]
     assert lc["filter"]["customer"] == ["eq"]
     assert lc["page"] == {"style": "cursor", "size": 10, "max_size": 100}
+    # Stripe's `default` error response, inlined once (an anchor) and shared by every operation
+    errors = lc["http"].pop("errors")
+    assert errors["default"]["required"] == ["error"]
+    api_errors = errors["default"]["properties"]["error"]
+    assert api_errors["properties"]["type"]["enum"] == [
+        "api_error", "card_error", "idempotency_error", "invalid_request_error",
+    ]  # fmt: skip
+    assert api_errors["properties"]["payment_intent"] == {"type": "object"}  # cut short
+    assert ops["create_refund"]["http"]["errors"]["default"] is errors["default"]
+    assert stripe_slice.world.count("default: &error\n") == 1
     # the REST answer `faultbench serve --rest` gives: the rows under `data`, in Stripe's list
     assert lc["http"] == {
         "method": "GET", "path": "/v1/charges", "items": "data",

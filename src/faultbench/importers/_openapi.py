@@ -27,6 +27,7 @@ from typing import Any
 from faultbench.kernel.lowlevel import plural
 
 from ._document import Document, title_name
+from ._errors import error_schemas
 from ._names import identifier, record_name, snake, tool_name
 from ._shapes import Decl, FieldTypes, answer
 
@@ -81,6 +82,8 @@ class Operation:
     status: str | None = None
     items: str | None = None  # a list answer's envelope key for its rows
     envelope: dict[str, Any] | None = None  # the rest of that answer
+    #: declared error bodies: {status key: (component name or None, inlined JSON Schema)}
+    errors: dict[str, tuple[str | None, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -391,6 +394,7 @@ def _operation(
         if p.get("in") == "header" and str(p["name"]).lower() == "idempotency-key":
             out.idempotency_key = "idempotency_key"
     out.status, _node = m.doc.response(op)
+    out.errors = error_schemas(m.doc, op)
     if kind == "list" and rec is not None:
         _list_options(m, records[rec], params, out)
         out.items, out.envelope = m.envelope(_node)

@@ -14,7 +14,9 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
   under `http.items` inside `http.envelope`. Failures: the fault's HTTP status (`http_503` is
   503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
   missing record, 400 for arguments or a
-  handler's refusal, with `{"error": {"type", "message", "fault"}}`.
+  handler's refusal. The body is in the error schema the operation declares for that status
+  (`http: {errors:}`, see `_rest_errors.py`), else `{"error": {"type", "message", "fault"}}`;
+  the `X-Faultbench-Fault` header names an injected fault either way.
 - An `Idempotency-Key` header is the argument an operation's `idempotency: {key:}` names.
 - Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
   Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
@@ -31,6 +33,8 @@ from urllib.parse import parse_qsl, quote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from ._rest_errors import error_body, error_schema
 
 if TYPE_CHECKING:
     from faultbench.kernel import CallResult, World
@@ -231,10 +235,20 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
             :500
         ]
     if not result.ok:
-        body = {
-            "error": {"type": result.error_kind, "message": result.error, "fault": result.fault}
-        }
-        return JSONResponse(body, status_code=status_of(result), headers=headers)
+        status = status_of(result)
+        schema = error_schema(op.http, status)
+        if result.fault:
+            headers["X-Faultbench-Fault"] = result.fault
+        body = (
+            error_body(schema, status, result)
+            if schema is not None
+            else {
+                "error": {
+                    "type": result.error_kind, "message": result.error, "fault": result.fault,
+                }
+            }
+        )  # fmt: skip
+        return JSONResponse(body, status_code=status, headers=headers)
     value = result.value
     items = op.http.get("items")
     envelope = dict(op.http.get("envelope") or {})
