@@ -53,6 +53,8 @@ def test_error_schemas_are_kept_by_status_as_text_and_may_be_shared_by_an_alias(
         ("{method: GET, path: /r, errors: {4xy: {}}}", "errors has key '4xy'"),
         ("{method: GET, path: /r, errors: {404: text}}", "errors.404 must be a JSON Schema"),
         ("{method: GET, path: /r, errors: [404]}", "errors must be a mapping"),
+        ("{method: GET, path: /r, nulls: a}", "nulls must be a list of property paths"),
+        ("{method: GET, path: /r, nulls: [a, 3]}", "nulls must be a list of property paths"),
     ],
 )
 def test_a_wrong_http_names_its_place_and_the_fix(http, message):

@@ -181,6 +181,8 @@ def _operation_body(op: Operation, handlers: str, anchors: _Anchors) -> dict[str
             http["items"] = op.items
         if op.envelope:
             http["envelope"] = op.envelope
+        if op.nulls is not None:
+            http["nulls"] = op.nulls
         if op.errors:
             http["errors"] = {k: anchors.shared(n, v) for k, (n, v) in op.errors.items()}
         body["http"] = http

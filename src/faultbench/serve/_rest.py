@@ -11,7 +11,8 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
   does not take are ignored and named in the `X-Faultbench-Ignored` header (SDKs send
   options a world does not model, such as `expand`).
 - Answers: the operation's value as JSON with `http.status` (200 by default); a list's rows
-  under `http.items` inside `http.envelope`. Failures: the fault's HTTP status (`http_503` is
+  under `http.items` inside `http.envelope`. With `http.nulls`, null properties are left out
+  but for the paths it lists (those the API requires even when unset). Failures: the fault's HTTP status (`http_503` is
   503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
   missing record, 400 for arguments or a
   handler's refusal. The body is in the error schema the operation declares for that status
@@ -227,6 +228,22 @@ def status_of(result: CallResult) -> int:
     return statuses.get(kind, 500)
 
 
+def without_nulls(value: Any, keep: frozenset[str], prefix: str) -> Any:
+    """`value` without its null properties, but for the paths in `keep` (`a`, `a.b`, `a[].b`;
+    the rows of a list answer are at the top)."""
+    if isinstance(value, list):
+        return [without_nulls(v, keep, prefix) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        path = f"{prefix}{k}"
+        if v is None and path not in keep:
+            continue
+        out[k] = without_nulls(v, keep, path + ("[]." if isinstance(v, list) else "."))
+    return out
+
+
 def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
     headers = {"X-Faultbench-Call": result.call_id}
     if ignored:
@@ -250,6 +267,12 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
         )  # fmt: skip
         return JSONResponse(body, status_code=status, headers=headers)
     value = result.value
+    if "nulls" in op.http:  # unset properties left out, but for those the API requires
+        keep = frozenset(op.http["nulls"])
+        if isinstance(value, dict) and isinstance(value.get("data"), list) and op.kind == "list":
+            value = {**value, "data": without_nulls(value["data"], keep, "")}  # a page's rows
+        else:
+            value = without_nulls(value, keep, "")
     items = op.http.get("items")
     envelope = dict(op.http.get("envelope") or {})
     if "url" in envelope:  # a list object names where it was read (Stripe's SDK pages on it)

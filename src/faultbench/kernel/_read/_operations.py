@@ -24,7 +24,7 @@ OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
     "http", "idempotency", "scopes", "set", "then",
 )  # fmt: skip
-HTTP_KEYS = ("method", "path", "status", "items", "envelope", "errors")
+HTTP_KEYS = ("method", "path", "status", "items", "envelope", "errors", "nulls")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _HTTP_PATH = re.compile(r"/[^\s?#]*")
 _ERROR_STATUS = re.compile(r"[45](\d\d|XX)")
@@ -160,7 +160,8 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
     def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the
         envelope its rows go under, and `envelope:`, the rest of that answer; `errors:`, the
-        JSON Schema of the error bodies by status: `{404: {...}, 4XX: {...}, default: {...}}`)."""
+        JSON Schema of the error bodies by status: `{404: {...}, 4XX: {...}, default: {...}}`;
+        `nulls:`, the properties answered as null when unset, the others being left out)."""
         if "http" not in decl:
             return None
         value = decl["http"]
@@ -192,6 +193,13 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             self.at_value(value, "envelope", "envelope must be a mapping (the list answer)")
         if "errors" in value:
             self.http_errors(value)
+        nulls = value.get("nulls", [])
+        if not isinstance(nulls, list) or not all(isinstance(n, str) and n for n in nulls):
+            self.at_value(
+                value, "nulls",
+                "nulls must be a list of property paths answered as null when unset, e.g. "
+                "[deleted_at, address.city, lines[].note]",
+            )  # fmt: skip
         if len(self.doc.problems) > before:
             return None
         plain: dict[str, Any] = _plain(value)
