@@ -67,34 +67,39 @@ def test_the_time_servers_tools_are_listed_the_same_by_the_imported_world(tmp_pa
     assert code == 0
     err = capsys.readouterr().err
     assert "2 tools" in err
-    assert "convert_time: the server refused" in err  # the smallest arguments are refused
+    # the smallest arguments ("" for each time zone) are refused; generated ones are taken
+    assert "convert_time: recorded with values generated for the required properties" in err
     real = anyio.run(_real_tools, TIME_SERVER)
     world = load_world(out)
     assert _shape(anyio.run(_world_tools, world)) == _shape(real)
-    # a recorded answer, and the output schema's smallest value for the tool not recorded
+    # recorded answers: get_current_time with --call's arguments, convert_time with UTC
     now = world.call("get_current_time", {"timezone": "Europe/Paris"}).value
     assert now["timezone"] == "UTC"
     assert set(now) >= {"datetime", "day_of_week", "is_dst"}
     converted = world.call(
         "convert_time", {"source_timezone": "UTC", "time": "10:00", "target_timezone": "UTC"}
-    )
-    output = next(t for t in real if t["name"] == "convert_time").get("outputSchema")
-    if output is None:  # older releases (the mcp 1.x environment's) declare none
-        assert converted.value is None
-    else:
-        assert set(converted.value) == set(output["required"])
+    ).value
+    assert (converted["source"]["timezone"], converted["target"]["timezone"]) == ("UTC", "UTC")
     assert "missing required argument `timezone`" in world.call("get_current_time", {}).error
 
 
-def test_our_own_server_crud_family_becomes_a_stateful_record(tmp_path, capsys):
+def _import_served(
+    tmp_path: Path, capsys: Any, world: str, rules: str, name: str, *options: str
+) -> tuple[list[str], Path, Any]:
+    """`faultbench import mcp --json` of a world served by `faultbench serve` over stdio:
+    (the server's command, the imported world file, the report)."""
     served = tmp_path / "served"
     served.mkdir()
-    (served / "notes.yaml").write_text(NOTES)
-    (served / "notes_rules.py").write_text(RULES)
-    command = [sys.executable, "-m", "faultbench", "serve", str(served / "notes.yaml")]
+    (served / f"{name}.yaml").write_text(world)
+    (served / f"{name}_rules.py").write_text(rules)
+    command = [sys.executable, "-m", "faultbench", "serve", str(served / f"{name}.yaml")]
     out = tmp_path / "imported.yaml"
-    assert main(["import", "mcp", "-o", str(out), "--json", "--", *command]) == 0
-    report = yaml.safe_load(capsys.readouterr().out)
+    assert main(["import", "mcp", "-o", str(out), *options, "--json", "--", *command]) == 0
+    return command, out, yaml.safe_load(capsys.readouterr().out)
+
+
+def test_our_own_server_crud_family_becomes_a_stateful_record(tmp_path, capsys):
+    command, out, report = _import_served(tmp_path, capsys, NOTES, RULES, "notes")
     assert report["records"] == {"note": ["create_note", "delete_note", "get_note", "list_notes"]}
     assert (report["crud"], report["custom"]) == (4, 1)
     data = yaml.safe_load(out.read_text())
@@ -131,3 +136,72 @@ def test_a_server_that_does_not_start_is_one_line(tmp_path, capsys):
 def test_a_command_or_a_url_is_required(capsys):
     assert main(["import", "mcp"]) == 2
     assert "expected a server" in capsys.readouterr().err
+
+
+PICKY = """\
+name: picky
+services:
+  picky:
+    operations:
+      convert:
+        kind: custom
+        handler: picky_rules.convert
+        input_schema:
+          type: object
+          properties:
+            amount: {type: integer}
+            currency: {type: string, enum: [XXX, USD]}
+          required: [amount, currency]
+      weather:
+        kind: custom
+        handler: picky_rules.weather
+        input_schema:
+          type: object
+          properties: {city: {type: string, examples: [Paris]}}
+          required: [city]
+      never: {kind: custom, handler: picky_rules.never}
+"""
+PICKY_RULES = '''\
+def convert(world, clock, **args):
+    """Convert an amount."""
+    if args["amount"] <= 0:
+        raise ValueError("amount must be positive")
+    if args["currency"] == "XXX":
+        raise ValueError("XXX is no currency")
+    return {"converted": args["amount"] * 2}
+
+
+def weather(world, clock, **args):
+    """The weather of a city we know."""
+    if args["city"] != "Paris":
+        raise LookupError(f"no city {args['city']!r}")
+    return {"sky": "grey"}
+
+
+def never(world, clock, word: str):
+    """Refuses everything."""
+    raise PermissionError("never")
+'''
+
+
+def test_record_tries_more_arguments_when_the_smallest_are_refused(tmp_path, capsys):
+    _command, out, report = _import_served(
+        tmp_path, capsys, PICKY, PICKY_RULES, "picky", "--record"
+    )
+    assert report["recorded"] == ["convert", "weather"]
+    convert, weather = report["recorded_with"]["convert"], report["recorded_with"]["weather"]
+    # 0 and the first enum value are refused; 1 and the enum's next value are taken
+    assert convert["arguments"] == {"amount": 1, "currency": "USD"}
+    assert convert["refused"] >= 2
+    assert weather["arguments"] == {"city": "Paris"}  # the property's example
+    assert weather["from"] == "examples, defaults and enums of the required properties"
+    assert weather["refused"] == 1  # the smallest, ""
+    assert list(report["fell_back"]) == ["never"]
+    assert all("never" in why for why in report["fell_back"]["never"])
+    notes = "\n".join(report["notes"])
+    assert "convert: recorded with" in notes
+    assert "never: the server refused all" in notes
+    world = load_world(out)
+    assert world.call("convert", {"amount": 7, "currency": "USD"}).value == {"converted": 2}
+    assert world.call("weather", {"city": "Oslo"}).value == {"sky": "grey"}
+    assert world.call("never", {"word": "x"}).value is None  # the default: no output schema

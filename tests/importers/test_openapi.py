@@ -138,7 +138,8 @@ def test_a_small_api_becomes_a_world_whose_tools_behave_as_its_paths(tmp_path, c
     # query parameters naming fields are filters; `color` names none and is reported
     assert ops["list_things"]["filter"] == ["status"]
     thing = data["services"]["things"]["records"]["thing"]
-    assert thing["status"] == "enum[new, used]?"  # required in answers, not by the create
+    # required in answers, not by the create: the server's value, the first of its enum
+    assert thing["status"] == {"type": "enum[new, used]", "default": "new"}
     assert thing["name"] == "str"  # required by create and by the answer
     assert thing["count"] == "int?"  # nullable
     assert thing["created_at"] == "datetime?"  # readOnly: set by the server
@@ -278,7 +279,8 @@ def test_allof_is_merged_and_polymorphism_is_reported(tmp_path):
     props["owner"] = {"anyOf": [{"type": "string"}, {"$ref": "#/components/schemas/Thing"}]}
     imported = import_openapi(_write(tmp_path, doc))
     thing = yaml.safe_load(imported.world)["services"]["things"]["records"]["thing"]
-    assert thing["label"] == "str?"  # required by the answer, not by the create
+    # required by the answer, not by the create: the smallest value the server could set
+    assert thing["label"] == {"type": "str", "default": ""}
     assert thing["unset"] == "str?"  # Stripe's "send '' to unset" variant
     assert thing["owner"] == "ref[thing]?"  # an id or the object: a reference
     assert "shape" not in thing
@@ -334,7 +336,7 @@ def test_petstore_pets_orders_and_users_with_nested_fields_and_oauth_scopes(tmp_
     assert ops["list_pets"] | {"description": ""} == {
         "kind": "list", "record": "pet", "filter": ["status"],
         "scopes": ["write:pets", "read:pets"], "description": "",
-        "http": {"method": "GET", "path": "/pet/findByStatus"},
+        "http": {"method": "GET", "path": "/pet/findByStatus", "nulls": []},
     }  # fmt: skip
     assert ops["delete_pet"]["kind"] == "delete"
     assert ops["upload_file"]["kind"] == "custom"  # answers an ApiResponse, not a pet
@@ -428,7 +430,8 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
     charge = records["charge"]
     assert charge["customer"] == "ref[customer]?"  # expandable: an id or a customer
     assert charge["object"] == {"type": "enum[charge]", "default": "charge"}  # a constant
-    assert charge["amount"] == "int?"  # POST /v1/charges does not require it
+    # POST /v1/charges does not require it, a charge always has one: the server's 0
+    assert charge["amount"] == {"type": "int", "default": 0}
     assert charge["billing_details"]["object"]["address"]["object"]["city"] == "str?"
     ops = {k: v for s in data["services"].values() for k, v in s["operations"].items()}
     lc = ops["list_charges"]
@@ -436,10 +439,20 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
     assert lc["filter"]["created"] == ["gt", "gte", "lt", "lte", "eq"]
     assert lc["filter"]["customer"] == ["eq"]
     assert lc["page"] == {"style": "cursor", "size": 10, "max_size": 100}
+    # Stripe's `default` error response, inlined once (an anchor) and shared by every operation
+    errors = lc["http"].pop("errors")
+    assert errors["default"]["required"] == ["error"]
+    api_errors = errors["default"]["properties"]["error"]
+    assert api_errors["properties"]["type"]["enum"] == [
+        "api_error", "card_error", "idempotency_error", "invalid_request_error",
+    ]  # fmt: skip
+    assert api_errors["properties"]["payment_intent"] == {"type": "object"}  # cut short
+    assert ops["create_refund"]["http"]["errors"]["default"] is errors["default"]
+    assert stripe_slice.world.count("default: &error\n") == 1
     # the REST answer `faultbench serve --rest` gives: the rows under `data`, in Stripe's list
     assert lc["http"] == {
         "method": "GET", "path": "/v1/charges", "items": "data",
-        "envelope": {"has_more": False, "object": "list", "url": ""},
+        "envelope": {"has_more": False, "object": "list", "url": ""}, "nulls": [],
     }  # fmt: skip
     assert ops["create_refund"]["kind"] == "create"
     assert ops["get_customer"]["kind"] == "get"  # anyOf [customer, deleted_customer]

@@ -23,6 +23,23 @@ def test_http_is_kept_as_written():
     }  # fmt: skip
 
 
+def test_error_schemas_are_kept_by_status_as_text_and_may_be_shared_by_an_alias():
+    error = "{type: object, properties: {message: {type: string}}}"
+    spec = load_spec(
+        "x.yaml",
+        text=BASE + f"{{kind: list, record: r, http: {{method: GET, path: /r, "
+        f"errors: {{404: &e {error}, 5xx: {{}}, DEFAULT: {{}}}}}}}}\n"
+        "      get_r: {kind: get, record: r, http: {method: GET, path: '/r/{id}', "
+        "errors: {default: *e}}}\n",
+    )
+    errors = spec.operations["list_r"].http["errors"]
+    assert errors == {
+        "404": {"type": "object", "properties": {"message": {"type": "string"}}},
+        "5XX": {}, "default": {},
+    }  # fmt: skip
+    assert spec.operations["get_r"].http["errors"] == {"default": errors["404"]}
+
+
 @pytest.mark.parametrize(
     ("http", "message"),
     [
@@ -32,6 +49,12 @@ def test_http_is_kept_as_written():
         ("{method: GET, path: /r, verb: x}", "unknown key 'verb' in http of 'list_r'"),
         ("{method: GET, path: /r, status: 404}", "status must be a 2xx code"),
         ("[GET, /r]", "http of 'list_r' must be a mapping"),
+        ("{method: GET, path: /r, errors: {200: {}}}", "errors has key '200'; expected a 4xx"),
+        ("{method: GET, path: /r, errors: {4xy: {}}}", "errors has key '4xy'"),
+        ("{method: GET, path: /r, errors: {404: text}}", "errors.404 must be a JSON Schema"),
+        ("{method: GET, path: /r, errors: [404]}", "errors must be a mapping"),
+        ("{method: GET, path: /r, nulls: a}", "nulls must be a list of property paths"),
+        ("{method: GET, path: /r, nulls: [a, 3]}", "nulls must be a list of property paths"),
     ],
 )
 def test_a_wrong_http_names_its_place_and_the_fix(http, message):

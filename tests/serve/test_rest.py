@@ -95,3 +95,45 @@ def test_nested_form_keys_become_nested_values():
         "items": [{"price": "p1"}, {"price": "p2"}],
         "n": "1",
     }
+
+
+NULLS_WORLD = """\
+name: notes
+services:
+  notes:
+    records:
+      note:
+        title: str
+        body: str?
+        archived_at: datetime?
+        meta: {object: {tag: str?, owner: str?}, optional: true}
+        lines: {list: {object: {text: str, note: str?}}, optional: true}
+    operations:
+      create_note: {kind: create, record: note, http: {method: POST, path: /notes, status: 201,
+                    nulls: [archived_at, meta.owner, "lines[].note"]}}
+      get_note: {kind: get, record: note, http: {method: GET, path: "/notes/{id}"}}
+      list_notes: {kind: list, record: note, page: {style: cursor, size: 5},
+                   http: {method: GET, path: /notes, items: data, nulls: [archived_at]}}
+"""
+
+
+def test_nulls_lists_what_an_answer_carries_as_null_and_the_rest_is_left_out(tmp_path):
+    world_file = tmp_path / "notes.yaml"
+    world_file.write_text(NULLS_WORLD)
+    world = load_world(world_file)
+    with (
+        serve_in_thread(world, rest=True) as url,
+        httpx.Client(base_url=url.removesuffix("/mcp")) as http,
+    ):
+        made = http.post(
+            "/notes", json={"title": "a", "meta": {"tag": "x"}, "lines": [{"text": "t"}]}
+        ).json()
+        assert made == {
+            "id": made["id"], "title": "a", "archived_at": None,
+            "meta": {"tag": "x", "owner": None}, "lines": [{"text": "t", "note": None}],
+        }  # fmt: skip
+        rows = http.get("/notes").json()["data"]
+        assert rows == [{"id": made["id"], "title": "a", "archived_at": None,
+                         "meta": {"tag": "x"}, "lines": [{"text": "t"}]}]  # fmt: skip
+        # without `nulls:` the answer carries the world's nulls, as over MCP
+        assert http.get(f"/notes/{made['id']}").json()["body"] is None

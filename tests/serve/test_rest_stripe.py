@@ -25,11 +25,15 @@ def stripe_world_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     folder = tmp_path_factory.mktemp("stripe")
     imported = import_openapi(
-        corpus("stripe_spec3.yaml"), paths=PATHS, handlers_module="stripe_handlers"
+        corpus("stripe_spec3.yaml"),
+        paths=PATHS,
+        handlers_module="stripe_handlers",
+        idempotency=True,
     )
     world = folder / "stripe.yaml"
     world.write_text(
         imported.world + "faults:\n  refunds.create_refund:\n    script: {2: timeout}\n"
+        "  customers.get_customer:\n    script: {2: http_429, 3: http_503}\n"
     )
     (folder / "stripe_handlers.py").write_text(imported.handlers)
     return world
@@ -93,3 +97,83 @@ def test_the_sdk_sees_a_timeout_after_commit_and_the_refund_is_there(client):
     amounts = [r.amount for r in sdk.v1.refunds.list({"charge": charge.id}).auto_paging_iter()]
     assert amounts == [1000, 2000]
     assert [c.fault for c in world.trace.calls_to("create_refund")] == [None, "timeout"]
+
+
+@pytest.fixture(scope="module")
+def stripe_error() -> Any:
+    """A validator of Stripe's declared error body (`components.schemas.error`), $refs
+    resolved against the whole document."""
+    import yaml
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    document = yaml.load(corpus("stripe_spec3.yaml").read_text(), Loader=loader)
+    registry = Registry().with_resource(
+        "urn:stripe", Resource.from_contents(document, default_specification=DRAFT202012)
+    )
+    return Draft202012Validator({"$ref": "urn:stripe#/components/schemas/error"}, registry=registry)
+
+
+def test_errors_come_in_stripes_error_schema_and_the_sdk_reads_them(client, stripe_error):
+    sdk, world = client
+    ada = sdk.v1.customers.create({"email": "ada@example.com"})
+    charge = sdk.v1.charges.create({"amount": 5000, "currency": "usd", "customer": ada.id})
+    seen: list[Any] = []
+
+    def fails(cls: type, call: Any) -> Any:
+        with pytest.raises(cls) as info:
+            call()
+        stripe_error.validate(info.value.json_body)  # the document's own schema
+        seen.append(info.value)
+        return info.value
+
+    missing = fails(stripe.InvalidRequestError, lambda: sdk.v1.customers.retrieve("cus_gone"))
+    assert (missing.http_status, missing.error.type, missing.error.code) == (
+        404, "invalid_request_error", "not_found",
+    )  # fmt: skip
+    assert "cus_gone" in missing.error.message
+    limited = fails(stripe.RateLimitError, lambda: sdk.v1.customers.retrieve(ada.id))
+    assert (limited.http_status, limited.error.code) == (429, "http_429")
+    down = fails(stripe.APIError, lambda: sdk.v1.customers.retrieve(ada.id))
+    assert (down.http_status, down.error.type) == (503, "api_error")
+    bad = fails(
+        stripe.InvalidRequestError,
+        lambda: sdk.v1.refunds.create({"charge": charge.id, "amount": "lots"}),
+    )
+    assert (bad.http_status, bad.error.code) == (400, "invalid_arguments")
+    sdk.v1.refunds.create({"charge": charge.id, "amount": 100}, {"idempotency_key": "k1"})
+    lost = fails(stripe.APIError, lambda: sdk.v1.refunds.create({"charge": charge.id}))
+    assert (lost.http_status, lost.error.type, lost.error.code) == (504, "api_error", "timeout")
+    reused = fails(
+        stripe.APIError,  # Stripe's SDK has no class of its own for a 409
+        lambda: sdk.v1.refunds.create(
+            {"charge": charge.id, "amount": 200}, {"idempotency_key": "k1"}
+        ),
+    )
+    assert (reused.http_status, reused.error.type) == (409, "idempotency_error")
+    assert [e.headers.get("x-faultbench-fault") for e in seen] == [
+        None, "http_429", "http_503", None, "timeout", None,
+    ]  # fmt: skip
+    # the same calls in the world's log: the 404 and the two faults were get_customer's
+    assert [c.fault for c in world.trace.calls_to("get_customer")] == [None, "http_429", "http_503"]
+
+
+def test_an_operation_without_a_declared_error_schema_answers_faultbenchs_own(tmp_path):
+    from faultbench.importers import import_openapi
+
+    imported = import_openapi(corpus("swagger_petstore_v3.yaml"), handlers_module="pets")
+    assert "errors:" not in imported.world  # the petstore declares no error bodies
+    (tmp_path / "pets.yaml").write_text(imported.world)
+    (tmp_path / "pets.py").write_text(imported.handlers)
+    world = load_world(tmp_path / "pets.yaml")
+    import httpx
+
+    token = world.issue_token(next(iter(imported.report["principals"])))
+    with serve_in_thread(world, rest=True) as url:
+        answer = httpx.get(
+            url.removesuffix("/mcp") + "/pet/12345", headers={"Authorization": f"Bearer {token}"}
+        )
+    assert answer.status_code == 404
+    assert answer.json()["error"]["type"] == "not_found"

@@ -9,8 +9,10 @@ else. The same mapping gives the same bytes.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ._names import identifier
@@ -19,6 +21,12 @@ from ._openapi import Mapping, Operation, rest_routable
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*(\[[^#\n]*\])?\??")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+# text YAML would read as a number or a date
+_NOT_TEXT = re.compile(
+    r"[-+]?(\d[\d_]*(\.[\d_]*)?|\.\d+)([eE][-+]?\d+)?|0[xob][0-9a-fA-F_]+|[-+]?\.(inf|nan)"
+    r"|\d{4}-\d\d?-\d\d?([Tt ].*)?",
+    re.IGNORECASE,
+)
 
 
 def quote(text: str) -> str:
@@ -48,7 +56,12 @@ def scalar(value: Any, *, flow: bool = False) -> str:
         return repr(value)
     text = str(value)
     pattern = _WORD if flow else _PLAIN
-    if pattern.fullmatch(text) and text.lower() not in _YAML_WORDS and ": " not in text:
+    if (
+        pattern.fullmatch(text)
+        and text.lower() not in _YAML_WORDS
+        and ": " not in text
+        and not _NOT_TEXT.fullmatch(text)
+    ):
         return text
     return quote(text)
 
@@ -57,20 +70,57 @@ def key(name: str) -> str:
     return scalar(name, flow=True)
 
 
-def _block(value: Any, indent: int) -> Iterator[str]:
+@dataclass(frozen=True)
+class Shared:
+    """A value written once under an anchor (`&name`), then as an alias (`*name`): an API's
+    error schema, which most of its operations share."""
+
+    name: str
+    value: Any
+
+
+def _block(value: Any, indent: int, seen: set[str] | None = None) -> Iterator[str]:
     pad = "  " * indent
+    seen = set() if seen is None else seen
     for k, v in value.items():
-        if isinstance(v, dict) and v:
+        if isinstance(v, Shared):
+            if v.name in seen:
+                yield f"{pad}{key(k)}: *{v.name}"
+                continue
+            seen.add(v.name)
+            if isinstance(v.value, dict) and v.value:
+                yield f"{pad}{key(k)}: &{v.name}"
+                yield from _block(v.value, indent + 1, seen)
+            else:
+                yield f"{pad}{key(k)}: &{v.name} {json.dumps(v.value)}"
+        elif isinstance(v, dict) and v:
             yield f"{pad}{key(k)}:"
-            yield from _block(v, indent + 1)
+            yield from _block(v, indent + 1, seen)
         elif isinstance(v, dict):
             yield f"{pad}{key(k)}: {{}}"
+        elif isinstance(v, list) and any(isinstance(x, dict | list) for x in v):
+            yield f"{pad}{key(k)}:"
+            yield from _sequence(v, indent + 1, seen)
         elif isinstance(v, list):
             yield f"{pad}{key(k)}: [{', '.join(scalar(x, flow=True) for x in v)}]"
         elif isinstance(v, str) and "\n" in v:
             yield from _text(f"{pad}{key(k)}:", v, pad + "  ")
         else:
             yield f"{pad}{key(k)}: {scalar(v)}"
+
+
+def _sequence(items: list[Any], indent: int, seen: set[str]) -> Iterator[str]:
+    """A block list (`- ` items), for lists of mappings such as a schema's `oneOf`."""
+    pad = "  " * indent
+    for x in items:
+        if isinstance(x, dict) and x:
+            lines = list(_block(x, indent + 1, seen))
+            yield f"{pad}- {lines[0].lstrip()}"
+            yield from lines[1:]
+        elif isinstance(x, dict | list):
+            yield f"{pad}- {json.dumps(x)}"
+        else:
+            yield f"{pad}- {scalar(x, flow=True)}"
 
 
 def _text(head: str, text: str, pad: str) -> Iterator[str]:
@@ -87,7 +137,26 @@ def _comment(text: str) -> str:
     return " ".join(text.split())
 
 
-def _operation_body(op: Operation, handlers: str) -> dict[str, Any]:
+class _Anchors:
+    """One anchor per distinct error schema, named after its component (`error`,
+    `ErrorResponse`), so a world file writes each schema once."""
+
+    def __init__(self) -> None:
+        self.by_text: dict[str, str] = {}
+
+    def shared(self, name: str | None, schema: Any) -> Shared:
+        text = json.dumps(schema, sort_keys=True)
+        anchor = self.by_text.get(text)
+        if anchor is None:
+            base = re.sub(r"[^A-Za-z0-9_-]", "_", name or "error") or "error"
+            anchor, n = base, 2
+            while anchor in self.by_text.values():
+                anchor, n = f"{base}_{n}", n + 1
+            self.by_text[text] = anchor
+        return Shared(anchor, schema)
+
+
+def _operation_body(op: Operation, handlers: str, anchors: _Anchors) -> dict[str, Any]:
     body: dict[str, Any] = {"kind": op.kind}
     if op.record:
         body["record"] = op.record
@@ -112,6 +181,10 @@ def _operation_body(op: Operation, handlers: str) -> dict[str, Any]:
             http["items"] = op.items
         if op.envelope:
             http["envelope"] = op.envelope
+        if op.nulls is not None:
+            http["nulls"] = op.nulls
+        if op.errors:
+            http["errors"] = {k: anchors.shared(n, v) for k, (n, v) in op.errors.items()}
         body["http"] = http
     if op.description:
         body["description"] = op.description
@@ -143,6 +216,7 @@ def world_text(m: Mapping, *, source: str, handlers: str) -> str:
             [*(r.service for r in m.records.values()), *(o.service for o in m.operations)]
         )
     )
+    anchors, seen = _Anchors(), set[str]()
     for svc in services:
         lines.append(f"  {key(svc)}:")
         recs = [r for r in m.records.values() if r.service == svc]
@@ -161,7 +235,7 @@ def world_text(m: Mapping, *, source: str, handlers: str) -> str:
             for o in ops:
                 lines.append(f"      # {o.method.upper()} {o.path} ({_comment(o.operation_id)})")
                 lines.append(f"      {key(o.tool)}:")
-                lines.extend(_block(_operation_body(o, handlers), 4))
+                lines.extend(_block(_operation_body(o, handlers, anchors), 4, seen))
     return "\n".join(lines) + "\n"
 
 

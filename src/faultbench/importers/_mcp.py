@@ -2,9 +2,10 @@
 
 `read_server` connects through `faultbench.serve.connect_client` (the installed SDK's own
 client, mcp 1.x or 2.x) to a stdio command or a streamable HTTP URL, lists the tools and,
-with `record=True`, calls each once (with the arguments given for it, else the smallest its
-schema accepts) to keep a real answer. `mcp_world` writes the world: every tool a custom
-operation whose `input_schema:` is the server's, verbatim, so an agent lists the same tools;
+with `record=True`, calls each (with the arguments given for it, else the candidates of
+`_candidates.py`: the smallest arguments, then examples, defaults, enums and generated
+values, until one is accepted) to keep a real answer. `mcp_world` writes the world: every
+tool a custom operation whose `input_schema:` is the server's, verbatim, so an agent lists the same tools;
 a family of tools that looks like CRUD over one resource (`create_note` with `get_note`,
 `list_notes`, `update_note` or `delete_note`) gets a record, from the create tool's
 arguments, and handlers that write and read that table, so the imported world keeps state;
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._candidates import candidates
 from ._document import Document
 from ._emit import _block, _text, key, scalar
 from ._names import identifier, record_name, snake
@@ -42,6 +44,10 @@ class ServerTools:
     name: str
     tools: list[dict[str, Any]]
     recorded: dict[str, Any] = field(default_factory=dict)
+    #: per recorded tool: the arguments that worked, where they came from, refusals before
+    recorded_with: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: per tool whose every try was refused: the refusals (its stub answers the default)
+    fell_back: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -80,24 +86,46 @@ async def read_server(
         if not record:
             return out
         for tool in tools:
-            args = arguments.get(tool["name"])
-            if args is None:
-                schema = tool.get("inputSchema") or {}
-                args = answer(Document(dict(schema)), schema)
-            try:
-                result = to_wire(await client.call_tool(tool["name"], args))
-            except Exception as exc:  # a server's failure is a note, not an aborted import
-                out.notes.append(f"{tool['name']}: recording failed: {type(exc).__name__}: {exc}")
-                continue
-            if result.get("isError"):
-                text = str(_value(result))[:200]
-                out.notes.append(
-                    f"{tool['name']}: the server refused {json.dumps(args)} ({text}); its stub "
-                    "answers the default (pass --call NAME=JSON with arguments it accepts)"
-                )
-                continue
-            out.recorded[tool["name"]] = _value(result)
+            await _record(client, tool, arguments.get(tool["name"]), out)
     return out
+
+
+async def _record(client: Any, tool: dict[str, Any], given: Any, out: ServerTools) -> None:
+    """Call `tool` until the server accepts: with `given` (--call) alone, else with the
+    candidates of `_candidates.py`; keep the answer, or say why the stub falls back."""
+    from faultbench.serve import to_wire
+
+    name = tool["name"]
+    if given is not None:
+        tries: list[tuple[str, Any]] = [("the arguments given with --call", given)]
+    else:
+        tries = list(candidates(tool.get("inputSchema") or {}))
+    refused: list[str] = []
+    for origin, args in tries:
+        try:
+            result = to_wire(await client.call_tool(name, args))
+        except Exception as exc:  # a server's failure is a note, not an aborted import
+            refused.append(f"{json.dumps(args)} ({origin}): {type(exc).__name__}: {exc}"[:300])
+            if type(exc).__name__ != "McpError":  # not a refusal: the session may be gone
+                break
+            continue
+        if result.get("isError"):
+            refused.append(f"{json.dumps(args)} ({origin}): {str(_value(result))[:200]}")
+            continue
+        out.recorded[name] = _value(result)
+        out.recorded_with[name] = {"arguments": args, "from": origin, "refused": len(refused)}
+        if refused:
+            out.notes.append(
+                f"{name}: recorded with {origin} {json.dumps(args)} after the server refused "
+                f"{len(refused)} other argument set(s) (first: {refused[0]})"
+            )
+        return
+    out.fell_back[name] = refused
+    out.notes.append(
+        f"{name}: the server refused all {len(refused)} argument set(s) tried (last: "
+        f"{refused[-1] if refused else 'none'}); its stub answers the default (pass --call "
+        "NAME=JSON with arguments it accepts)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,9 +318,11 @@ def import_mcp(
     timeout: float = 30,
 ) -> ImportedWorld:
     """Map the tools of the MCP server at `target` (a stdio command as an argv list, or a
-    streamable HTTP URL) to a world. With `record`, each tool is called once (with
-    `arguments[tool]`, else the smallest arguments its schema accepts) and its stub answers
-    what the server answered."""
+    streamable HTTP URL) to a world. With `record`, each tool is called (with
+    `arguments[tool]`, else candidate arguments until the server accepts one, at most
+    `MAX_TRIES`) and its stub answers what the server answered; the report says which tools
+    were recorded with which arguments (`recorded_with`) and which fell back and why
+    (`fell_back`)."""
     import anyio
 
     server = anyio.run(
@@ -308,6 +338,8 @@ def import_mcp(
         "crud": len(crud),
         "custom": len(server.tools) - len(crud),
         "recorded": sorted(server.recorded),
+        "recorded_with": server.recorded_with,
+        "fell_back": server.fell_back,
         "records": {fam.record: sorted(fam.tools.values()) for fam in fams},
         "fields_skipped": [{"where": w, "why": y} for w, y in skipped],
         "notes": server.notes,

@@ -27,8 +27,9 @@ from typing import Any
 from faultbench.kernel.lowlevel import plural
 
 from ._document import Document, title_name
+from ._errors import error_schemas
 from ._names import identifier, record_name, snake, tool_name
-from ._shapes import Decl, FieldTypes, answer
+from ._shapes import Decl, FieldTypes, answer, null_paths
 
 _ITEM_PATH = re.compile(r".*/\{[^/{}]+\}/?$")
 _ENVELOPE = ("data", "items", "results", "records", "entries", "values", "value", "list", "content")
@@ -81,6 +82,10 @@ class Operation:
     status: str | None = None
     items: str | None = None  # a list answer's envelope key for its rows
     envelope: dict[str, Any] | None = None  # the rest of that answer
+    #: declared error bodies: {status key: (component name or None, inlined JSON Schema)}
+    errors: dict[str, tuple[str | None, Any]] = field(default_factory=dict)
+    #: a record's answers: the properties answered as null when unset (others left out)
+    nulls: list[str] | None = None
 
 
 @dataclass
@@ -391,6 +396,11 @@ def _operation(
         if p.get("in") == "header" and str(p["name"]).lower() == "idempotency-key":
             out.idempotency_key = "idempotency_key"
     out.status, _node = m.doc.response(op)
+    out.errors = error_schemas(m.doc, op)
+    if rec is not None:
+        record = records[rec]
+        ref = {"$ref": f"#/components/schemas/{_escape(record.schema_name)}"}
+        out.nulls = null_paths(m.doc, ref, record.fields)
     if kind == "list" and rec is not None:
         _list_options(m, records[rec], params, out)
         out.items, out.envelope = m.envelope(_node)
@@ -545,8 +555,10 @@ def _required_by_create(
     doc: Document, records: dict[str, Record], operations: list[Operation], chosen: list[Any]
 ) -> None:
     """A field the API's create does not require is optional in the world, so the create
-    tool takes what the API takes (a field answered but set by the server stays optional)."""
-    from ._shapes import optional
+    tool takes what the API takes (a field answered but set by the server stays optional);
+    one the answer must carry (required, not nullable) gets a default instead, the value
+    the server would set: the schema's default, its first enum value, else the smallest."""
+    from ._shapes import optional, server_default
 
     for op, (_path, _method, raw, _item) in zip(operations, chosen):
         if op.kind != "create" or op.record is None:
@@ -554,12 +566,18 @@ def _required_by_create(
         _media, body = doc.body(raw)
         _props, required = FieldTypes(doc, {}).properties(body)
         rec = records[op.record]
-        rec.fields = {
-            k: v
-            if k == "id" or k in required or (isinstance(v, dict) and "default" in v)
-            else optional(v)
-            for k, v in rec.fields.items()
-        }
+        answered, _ = doc.deref({"$ref": f"#/components/schemas/{_escape(rec.schema_name)}"})
+        props, must = FieldTypes(doc, {}).properties(answered)
+        fields: dict[str, Decl] = {}
+        for k, v in rec.fields.items():
+            default = server_default(doc, props.get(k), v) if k in must else None
+            if k == "id" or k in required or (isinstance(v, dict) and "default" in v):
+                fields[k] = v
+            elif default is not None:
+                fields[k] = {"type": v, "default": default}
+            else:
+                fields[k] = optional(v)
+        rec.fields = fields
 
 
 # ---------------------------------------------------------------------------------------------

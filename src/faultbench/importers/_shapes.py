@@ -309,3 +309,60 @@ def answer(doc: Document, node: Any, depth: int = 0) -> Any:
     if kind == "boolean":
         return False
     return None
+
+
+def null_paths(doc: Document, node: Any, fields: dict[str, Decl], prefix: str = "") -> list[str]:
+    """The paths (`a`, `a.b`, `a[].b`) of a record's properties that the schema requires and
+    lets be null: answered as null when unset under `serve --rest`, where every other unset
+    property is left out (`http: {nulls:}`)."""
+    schema, _ = doc.deref(node)
+    props, required = FieldTypes(doc, {}).properties(schema)
+    out: list[str] = []
+    for name, decl in fields.items():
+        if name not in props:
+            continue
+        sub, _ = doc.deref(props[name])
+        if name in required and _nullable(doc, sub):
+            out.append(prefix + name)
+        if not isinstance(decl, dict):
+            continue
+        inner = decl.get("list") if isinstance(decl.get("list"), dict) else None
+        if isinstance(decl.get("object"), dict):
+            out += null_paths(doc, sub, decl["object"], f"{prefix}{name}.")
+        elif inner is not None and isinstance(inner.get("object"), dict):
+            items = sub.get("items") or {}
+            out += null_paths(doc, items, inner["object"], f"{prefix}{name}[].")
+    return out
+
+
+def _nullable(doc: Document, schema: dict[str, Any]) -> bool:
+    if _types(schema)[1]:
+        return True
+    variants = [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
+    return any(_types(doc.deref(v)[0]) == ([], True) for v in variants)
+
+
+def server_default(doc: Document, node: Any, decl: Decl) -> Any:
+    """The value a server would give a required, non-nullable scalar property a create left
+    out (the schema's default, its first enum value, else the smallest), or None (not a
+    scalar, nullable, or a reference to another record)."""
+    if node is None or not isinstance(decl, str) or decl.endswith("?"):
+        return None
+    schema, _ = doc.deref(node)
+    if _nullable(doc, schema):
+        return None
+    if "default" in schema and schema["default"] is not None:
+        return schema["default"]
+    if decl.startswith("enum["):
+        values = [v for v in schema.get("enum") or [] if isinstance(v, str) and v]
+        return values[0] if values else None
+    if "format" in schema or "pattern" in schema:  # no smallest value is sure to match
+        return None
+    minimum = schema.get("minimum", 0)
+    smallest: dict[str, Any] = {
+        "str": "x" * int(schema.get("minLength", 0)),
+        "int": int(minimum) if isinstance(minimum, int | float) else 0,
+        "float": float(minimum) if isinstance(minimum, int | float) else 0.0,
+        "bool": False,
+    }
+    return smallest.get(decl)

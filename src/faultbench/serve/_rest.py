@@ -11,10 +11,13 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
   does not take are ignored and named in the `X-Faultbench-Ignored` header (SDKs send
   options a world does not model, such as `expand`).
 - Answers: the operation's value as JSON with `http.status` (200 by default); a list's rows
-  under `http.items` inside `http.envelope`. Failures: the fault's HTTP status (`http_503` is
+  under `http.items` inside `http.envelope`. With `http.nulls`, null properties are left out
+  but for the paths it lists (those the API requires even when unset). Failures: the fault's HTTP status (`http_503` is
   503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
   missing record, 400 for arguments or a
-  handler's refusal, with `{"error": {"type", "message", "fault"}}`.
+  handler's refusal. The body is in the error schema the operation declares for that status
+  (`http: {errors:}`, see `_rest_errors.py`), else `{"error": {"type", "message", "fault"}}`;
+  the `X-Faultbench-Fault` header names an injected fault either way.
 - An `Idempotency-Key` header is the argument an operation's `idempotency: {key:}` names.
 - Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
   Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
@@ -31,6 +34,8 @@ from urllib.parse import parse_qsl, quote
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from ._rest_errors import error_body, error_schema
 
 if TYPE_CHECKING:
     from faultbench.kernel import CallResult, World
@@ -223,6 +228,22 @@ def status_of(result: CallResult) -> int:
     return statuses.get(kind, 500)
 
 
+def without_nulls(value: Any, keep: frozenset[str], prefix: str) -> Any:
+    """`value` without its null properties, but for the paths in `keep` (`a`, `a.b`, `a[].b`;
+    the rows of a list answer are at the top)."""
+    if isinstance(value, list):
+        return [without_nulls(v, keep, prefix) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        path = f"{prefix}{k}"
+        if v is None and path not in keep:
+            continue
+        out[k] = without_nulls(v, keep, path + ("[]." if isinstance(v, list) else "."))
+    return out
+
+
 def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
     headers = {"X-Faultbench-Call": result.call_id}
     if ignored:
@@ -231,11 +252,27 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
             :500
         ]
     if not result.ok:
-        body = {
-            "error": {"type": result.error_kind, "message": result.error, "fault": result.fault}
-        }
-        return JSONResponse(body, status_code=status_of(result), headers=headers)
+        status = status_of(result)
+        schema = error_schema(op.http, status)
+        if result.fault:
+            headers["X-Faultbench-Fault"] = result.fault
+        body = (
+            error_body(schema, status, result)
+            if schema is not None
+            else {
+                "error": {
+                    "type": result.error_kind, "message": result.error, "fault": result.fault,
+                }
+            }
+        )  # fmt: skip
+        return JSONResponse(body, status_code=status, headers=headers)
     value = result.value
+    if "nulls" in op.http:  # unset properties left out, but for those the API requires
+        keep = frozenset(op.http["nulls"])
+        if isinstance(value, dict) and isinstance(value.get("data"), list) and op.kind == "list":
+            value = {**value, "data": without_nulls(value["data"], keep, "")}  # a page's rows
+        else:
+            value = without_nulls(value, keep, "")
     items = op.http.get("items")
     envelope = dict(op.http.get("envelope") or {})
     if "url" in envelope:  # a list object names where it was read (Stripe's SDK pages on it)

@@ -24,9 +24,10 @@ OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
     "http", "idempotency", "scopes", "set", "then",
 )  # fmt: skip
-HTTP_KEYS = ("method", "path", "status", "items", "envelope")
+HTTP_KEYS = ("method", "path", "status", "items", "envelope", "errors", "nulls")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _HTTP_PATH = re.compile(r"/[^\s?#]*")
+_ERROR_STATUS = re.compile(r"[45](\d\d|XX)")
 _JSON_KINDS: dict[str, str] = {
     "string": "str", "integer": "int", "number": "float", "boolean": "bool",
     "array": "list", "object": "dict",
@@ -158,7 +159,9 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
 
     def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the
-        envelope its rows go under, and `envelope:`, the rest of that answer)."""
+        envelope its rows go under, and `envelope:`, the rest of that answer; `errors:`, the
+        JSON Schema of the error bodies by status: `{404: {...}, 4XX: {...}, default: {...}}`;
+        `nulls:`, the properties answered as null when unset, the others being left out)."""
         if "http" not in decl:
             return None
         value = decl["http"]
@@ -188,10 +191,44 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             self.at_value(value, "items", "items must be the envelope key of a list's rows")
         if "envelope" in value and not isinstance(value["envelope"], dict):
             self.at_value(value, "envelope", "envelope must be a mapping (the list answer)")
+        if "errors" in value:
+            self.http_errors(value)
+        nulls = value.get("nulls", [])
+        if not isinstance(nulls, list) or not all(isinstance(n, str) and n for n in nulls):
+            self.at_value(
+                value, "nulls",
+                "nulls must be a list of property paths answered as null when unset, e.g. "
+                "[deleted_at, address.city, lines[].note]",
+            )  # fmt: skip
         if len(self.doc.problems) > before:
             return None
         plain: dict[str, Any] = _plain(value)
+        if "errors" in plain:  # status keys as text, as OpenAPI writes them
+            plain["errors"] = {
+                "default" if str(k).lower() == "default" else str(k).upper(): v
+                for k, v in plain["errors"].items()
+            }
         return plain
+
+    def http_errors(self, value: dict[Any, Any]) -> None:
+        errors = value["errors"]
+        example = "errors: {404: {type: object, properties: {message: {type: string}}}}"
+        if not isinstance(errors, dict):
+            self.at_value(value, "errors", f"errors must be a mapping; expected {example}")
+            return
+        for status, schema in errors.items():
+            text = str(status).upper()
+            if not (_ERROR_STATUS.fullmatch(text) or text == "DEFAULT") or isinstance(status, bool):
+                self.at_key(
+                    errors, status,
+                    f"errors has key {short_repr(status)}; expected a 4xx or 5xx status (404), "
+                    f"a class (4XX, 5XX) or default ({example})",
+                )  # fmt: skip
+            elif not isinstance(schema, dict):
+                self.at_value(
+                    errors, status,
+                    f"errors.{status} must be a JSON Schema (a mapping); expected {example}",
+                )  # fmt: skip
 
     def op_input_schema(self, tool: str, kind: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`input_schema:`, a custom tool's JSON Schema given verbatim (its handler then
