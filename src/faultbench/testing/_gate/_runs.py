@@ -39,8 +39,9 @@ MARKERS = {
     "must reach this too; the summary shows it with its 95% t-interval (docs/CHECKS.md) "
     "(faultbench)",
     "budget": "budget(cost_usd=, tokens=, model_calls=, tool_calls=, virtual_seconds=, "
-    "prices=None): fail a run that uses more than this (its model calls and tokens as the "
-    "framework reports them, cost from the price table) (faultbench)",
+    "prices=None, per='run'): fail a run that uses more than this (its model calls and tokens "
+    "as the framework reports them, cost from the price table); per='group': fail the gate "
+    "of a group whose runs together use more (faultbench)",
     "compare": "compare(a, b, margin=None): the test is parametrized over agents a and b; "
     "pair their runs (same faults) and report both pass / only a / only b / both fail, the "
     "difference with its 95% interval and the exact McNemar p; with margin, fail the session "
