@@ -11,6 +11,9 @@ concurrency (1, 5, 20) the suite runs once in a fresh `python -m pytest` process
   durations from `--junitxml`), which is the wall time spent running runs, start-up and
   collection left out;
 - **wall**: the whole process, start-up included;
+- **cpu**: the CPU seconds the process used (user + system, start-up included): the part
+  of a run that no concurrency overlaps, so runs time cannot go below about cpu minus
+  start-up on one core;
 - **ideal**: `runs / N` times one run's time at concurrency 1 (the mean of that row), i.e. N
   runs taking exactly as long as one; **ratio** = runs time / ideal (1.0 is ideal).
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -75,8 +79,11 @@ async def test_agent(mcp_server):
 """
 
 
-def one(folder: Path, runs: int, concurrency: int, latency: float) -> tuple[float, float, int]:
-    """(seconds of the run items, seconds of the process, run items reported)."""
+def one(
+    folder: Path, runs: int, concurrency: int, latency: float
+) -> tuple[float, float, float, int]:
+    """(seconds of the run items, seconds of the process, its CPU seconds, items reported)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     junit = folder / f"junit-{runs}-{concurrency}.xml"
     env = {**os.environ, "RUNS": str(runs), "LATENCY": str(latency)}
     start = time.perf_counter()
@@ -102,9 +109,11 @@ def one(folder: Path, runs: int, concurrency: int, latency: float) -> tuple[floa
         stdout=subprocess.DEVNULL,
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     cases = ET.parse(junit).getroot().iter("testcase")
     times = [float(case.get("time", "0")) for case in cases]
-    return sum(times), wall, len(times)
+    return sum(times), wall, cpu, len(times)
 
 
 def main() -> None:
@@ -115,7 +124,9 @@ def main() -> None:
     options = parser.parse_args()
     print(f"python {platform.python_version()}, {os.cpu_count()} cpus, load {os.getloadavg()}")
     print(f"model latency {options.latency} s a turn, 3 turns a run, faults on\n")
-    print(f"{'runs':>5} {'N':>4} {'runs s':>8} {'wall s':>8} {'ideal s':>8} {'ratio':>6}")
+    print(
+        f"{'runs':>5} {'N':>4} {'runs s':>8} {'wall s':>8} {'cpu s':>8} {'ideal s':>8} {'ratio':>6}"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp:
         folder = Path(tmp)
         (folder / "world.yaml").write_text(WORLD.read_text())
@@ -126,7 +137,7 @@ def main() -> None:
         for runs in options.runs:
             per_run = None
             for n in sorted(options.concurrency):
-                took, wall, reported = one(folder, runs, n, options.latency)
+                took, wall, cpu, reported = one(folder, runs, n, options.latency)
                 if reported != runs:
                     raise SystemExit(f"expected {runs} run items, the report has {reported}")
                 if per_run is None:
@@ -135,7 +146,7 @@ def main() -> None:
                     per_run = took / runs
                 ideal = per_run * runs / n
                 print(
-                    f"{runs:>5} {n:>4} {took:>8.2f} {wall:>8.2f} {ideal:>8.2f} "
+                    f"{runs:>5} {n:>4} {took:>8.2f} {wall:>8.2f} {cpu:>8.2f} {ideal:>8.2f} "
                     f"{took / ideal:>6.2f}",
                     flush=True,
                 )

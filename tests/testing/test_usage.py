@@ -137,6 +137,33 @@ def test_a_group_over_its_group_budget_fails_its_gate_with_the_figures(pytester)
     )
 
 
+def test_the_html_report_shows_usage_per_run_and_per_group_also_rebuilt_from_logs(pytester):
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    pytester.makepyfile(test_agent=SUITE)
+    args = ("-p", "no:cacheprovider", "--faultbench-events", "logs")
+    pytester.runpytest(*args, "--faultbench-report", "out")
+    line = (
+        '"usage":"usage: 2.5 model calls/run, tokens p50 160 p90 320, cost/run $0.0008, '
+        'cost per pass $0.0011"'
+    )
+    # run3: 1 model call of 60 + 20 tokens, $0.00032, one tool call
+    run3 = (
+        '"usage":{"model_calls":1,"input_tokens":60,"output_tokens":20,"tool_calls":1,'
+        '"virtual_seconds":'
+    )
+    html = (pytester.path / "out" / "faultbench-report.html").read_text()
+    assert line in html
+    assert run3 in html
+    assert "function usageLine(u)" in html  # the page renders both
+    # `faultbench report logs` rebuilds it from the session file
+    from faultbench.testing import read_session, write_report
+
+    session = read_session(pytester.path / "logs")
+    again = write_report(pytester.path / "again", session.groups).read_text()
+    assert line in again
+    assert run3 in again
+
+
 def test_a_bad_budget_is_a_usage_error(pytester):
     pytester.makefile(".yaml", world=SHOP.read_text())
     pytester.makepyfile(test_agent=SUITE.replace("tokens=250", "tokenz=250"))

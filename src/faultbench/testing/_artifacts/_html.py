@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._stats import pass_hat_k
+from .._gate._usage import Usage, usage_line
 
 if TYPE_CHECKING:
     from faultbench.kernel import Event, WorldSpec
@@ -147,7 +148,13 @@ def _group_overview(group: Group) -> dict[str, Any]:
         "pass_hat_3": pass_hat_k(gate.passed, gate.ran, 3),
         "gate": None if not gate.planned or outcomes.count("unknown") else gate.ok,
         "line": gate.line() if gate.planned and not outcomes.count("unknown") else "",
+        "usage": _usage_line(group, gate.passed),
     }
+
+
+def _usage_line(group: Group, passed: int) -> str | None:
+    """The summary's usage line of the group (None when no run called a model)."""
+    return usage_line([Usage(**r.usage) for r in group.runs.values() if r.usage], passed)
 
 
 # =============================================================================================
@@ -176,6 +183,7 @@ def _run_detail(
         "diff": None,
         "explained": None,
         "violations": run.violations or [],
+        "usage": run.usage,
     }
     if run.events is None:
         return out
