@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._paired import Paired
+from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._stats import pass_hat_k
 from .._gate._usage import Usage, usage_line
 
