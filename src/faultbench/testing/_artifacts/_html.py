@@ -174,9 +174,9 @@ def _comparison(
     """Two agents' paired runs: the summary's lines, and the discordant runs (one passed, the
     other failed, under the same faults) side by side, each linked to its run."""
     where = {g.name: i for i, g in enumerate(groups)}
-    sides = [(where.get(group_a), group_a), (where.get(group_b), group_b)]
+    sides = [where.get(group_a), where.get(group_b)]
     outcomes = []
-    for index, name in sides:
+    for index in sides:
         runs = {} if index is None else groups[index].runs
         outcomes.append(
             {i: r.outcome == "passed" for i, r in runs.items() if r.outcome in ("passed", "failed")}
@@ -187,7 +187,7 @@ def _comparison(
         if outcomes[0][k] == outcomes[1][k]:
             continue
         row: dict[str, Any] = {"run": k}
-        for key, (index, _name) in zip(("a", "b"), sides):
+        for key, index in zip(("a", "b"), sides):
             assert index is not None
             run = groups[index].runs[k]
             row[key] = {
