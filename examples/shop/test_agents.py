@@ -114,3 +114,45 @@ def real_model(framework: str):
 
         return OpenAIServerModel(model_id="gpt-5-mini")
     return "gpt-5-mini" if framework == "openai_agents" else "openai:gpt-5-mini"
+
+
+# --- a real model's traffic, recorded once and replayed offline ------------------------------
+
+#: where the recorded model answered: OpenAI, or the OpenAI-compatible fake server of
+#: record_cassette.py (the shipped cassette's); a replay needs neither
+MODEL_URL = os.environ.get("SHOP_MODEL_URL", "https://api.openai.com/v1")
+
+
+@pytest.fixture(scope="module")
+def vcr_config():
+    """Keys out of the cassette; a request is matched by method, path and body, not host,
+    so a cassette recorded against the fake server replays whatever the URL."""
+    return {
+        "filter_headers": ["authorization", "x-api-key", "api-key"],
+        "match_on": ["method", "path", "query", "body"],
+    }
+
+
+@pytest.mark.vcr
+async def test_a_recorded_model(world):
+    """The careful task with a real model's traffic replayed from
+    cassettes/test_agents/test_a_recorded_model.yaml, offline and without a key. The shipped
+    cassette was recorded against record_cassette.py's OpenAI-compatible fake server, not
+    OpenAI (no key was at hand): `OPENAI_API_KEY=... uv run python
+    examples/shop/record_cassette.py --real` records gpt-5-mini instead."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from faultbench.integrations import pydantic_ai
+
+    key = os.environ.get("OPENAI_API_KEY", "sk-replay-needs-no-key")
+    model = OpenAIChatModel("gpt-5-mini", provider=OpenAIProvider(base_url=MODEL_URL, api_key=key))
+    result = await pydantic_ai.run_agent(
+        model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
+    )
+    refunded = [r.amount for r in world.refunds.where(order_id=agents.ORDER)]
+    assert result.ok, repr(result.error)
+    assert refunded == [agents.AMOUNT], f"{result.trace.summary()}\n{result.output}"
+    assert result.trace.summary() == (
+        "get_order → create_return → issue_refund!timeout → list_refunds"
+    )

@@ -204,3 +204,37 @@ def test_the_compare_marker_pairs_the_runs_and_gates(pytester, a, b, margin, ver
     if verdict is not None:
         assert f"gate: {b} not worse than {a} by more than 5.0% -> {verdict}" in out
     assert result.ret == ret
+
+
+def test_the_report_shows_the_discordant_runs_side_by_side(pytester):
+    """Runs 2..7: the candidate passes where the baseline fails, under the same faults; the
+    report lists exactly those, each side with its outcome, call line and assertion, linked
+    to its run (the groups' rids: group 0 is the baseline's, 1 the candidate's)."""
+    import json
+    import re
+    from pathlib import Path
+
+    world = Path(__file__).parent / "shop" / "world.yaml"
+    pytester.makefile(".yaml", world=world.read_text())
+    suite = COMPARE_SUITE.replace("MARGIN", "0.05").replace("A, B", "'baseline', 'candidate'")
+    pytester.makepyfile(test_cmp=suite)
+    pytester.runpytest("-p", "no:cacheprovider", "--faultbench-report", "out")
+    html = (pytester.path / "out" / "faultbench-report.html").read_text()
+    found = re.search(r'<script type="application/json" id="faultbench-data">(.*?)</script>', html)
+    assert found is not None
+    (comparison,) = json.loads(found.group(1))["comparisons"]
+    assert comparison["name"] == "test_cmp.py::test_agents"
+    assert (comparison["a"], comparison["b"]) == ("baseline", "candidate")
+    assert comparison["lines"][0] == (
+        "12 paired runs: both pass 4, only baseline 0, only candidate 6, both fail 2"
+    )
+    assert comparison["lines"][-1].endswith("-> PASS")
+    rows = comparison["discordant"]
+    assert [r["run"] for r in rows] == [2, 3, 4, 5, 6, 7]
+    assert rows[0]["a"]["rid"] == "0-2"
+    assert rows[0]["b"]["rid"] == "1-2"
+    assert rows[0]["a"]["outcome"] == "failed"
+    assert rows[0]["b"]["outcome"] == "passed"
+    assert "assert 2 not in range(0, 8)" in rows[0]["a"]["message"]
+    assert rows[0]["b"]["message"] is None
+    assert '<script type="application/json" id="run-1-2">' in html  # the linked run is there

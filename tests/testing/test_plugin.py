@@ -35,7 +35,7 @@ def test_markers_are_registered(fb):
         [
             "@pytest.mark.world(path):*",
             "@pytest.mark.faults(rules=None):*",
-            "@pytest.mark.runs(n):*",
+            "@pytest.mark.runs(n, concurrency=None):*",
             "@pytest.mark.min_pass_rate(rate):*",
             "@pytest.mark.seed(n):*",
         ],

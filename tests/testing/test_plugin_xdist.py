@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -52,3 +53,35 @@ def test_xdist_gives_the_same_summary_and_exit_status(fb, early_stop):
         assert len(verdicts[0]) == 3
     else:
         assert summary(alone.stdout.str()) == summary(spread.stdout.str())
+
+
+def test_a_groups_runs_spread_over_two_gateways_get_the_single_process_verdict(fb, tmp_path):
+    """`--tx`: two popen gateways, each its own interpreter in its own working directory with
+    its own copy of the suite (standing in for two hosts with a checkout each) share out the
+    runs of every group; the controller's gate and summary are the one process's, and each
+    run's event log is the one process's but for the world file's path on its host."""
+    fb.makepyfile(test_mixed=MIXED)
+    hosts = [tmp_path / "host-a", tmp_path / "host-b"]
+    for host in hosts:
+        shutil.copytree(fb.path, host)
+    args = ["--faultbench-no-early-stop", "-p", "no:randomly", "-v"]
+    alone = fb.runpytest_subprocess(*args, "--faultbench-events", "alone")
+    gateways = [a for host in hosts for a in ("--tx", f"popen//chdir={host}")]
+    spread = fb.runpytest_subprocess(*args, "-d", *gateways, "--faultbench-events", "spread")
+    assert alone.ret == spread.ret == 1
+    out = spread.stdout.str()
+    assert "2 workers [20 items]" in out
+
+    def here(text: str) -> str:
+        for host in hosts:
+            text = text.replace(str(host), str(fb.path))
+        return text.replace("spread/", "alone/")
+
+    assert summary(alone.stdout.str()) == summary(here(out))
+    # both hosts ran runs of the one group
+    workers = re.findall(r"\[(gw[01])\] .*test_refund\[run", out)
+    assert set(workers) == {"gw0", "gw1"}, out
+    alone_logs = {p.name: p.read_text() for p in (fb.path / "alone").glob("*.jsonl")}
+    spread_logs = {p.name: here(p.read_text()) for p in (fb.path / "spread").glob("*.jsonl")}
+    assert len(alone_logs) == 20
+    assert alone_logs == spread_logs

@@ -108,6 +108,62 @@ def test_a_run_over_budget_fails_with_its_figures_and_the_summary_adds_usage(pyt
     ]
 
 
+def test_a_group_over_its_group_budget_fails_its_gate_with_the_figures(pytester):
+    """budget(per="group") limits the runs together: 800 tokens and $0.0032 over 4 runs
+    (as above); each run stays within its own per-run budget (400 tokens)."""
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    suite = SUITE.replace(
+        '@pytest.mark.budget(tokens=250, prices={"m": {"input": 2.0, "output": 10.0}})',
+        '@pytest.mark.budget(tokens=400, prices={"m": {"input": 2.0, "output": 10.0}})\n'
+        '@pytest.mark.budget(tokens=700, cost_usd=0.01, per="group")',
+    )
+    pytester.makepyfile(test_agent=suite)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--faultbench-no-early-stop")
+    out = result.stdout.str()
+    assert result.ret == 1
+    assert (
+        "4/4 passed (100%) [95% CI 51%-100%] pass^3=100% min_pass_rate=75%; group over "
+        "budget: tokens 800 > budget 700 -> FAIL"
+    ) in out
+    assert "1 gate failed" in out
+    within = suite.replace("tokens=700, cost_usd=0.01", "tokens=800, cost_usd=0.0032")
+    pytester.makepyfile(test_agent=within)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--faultbench-no-early-stop")
+    assert result.ret == 0, result.stdout.str()
+    pytester.makepyfile(test_agent=suite.replace('per="group"', 'per="suite"'))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert 'per=\'suite\': expected per="run" or per="group"' in (
+        result.stdout.str() + result.stderr.str()
+    )
+
+
+def test_the_html_report_shows_usage_per_run_and_per_group_also_rebuilt_from_logs(pytester):
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    pytester.makepyfile(test_agent=SUITE)
+    args = ("-p", "no:cacheprovider", "--faultbench-events", "logs")
+    pytester.runpytest(*args, "--faultbench-report", "out")
+    line = (
+        '"usage":"usage: 2.5 model calls/run, tokens p50 160 p90 320, cost/run $0.0008, '
+        'cost per pass $0.0011"'
+    )
+    # run3: 1 model call of 60 + 20 tokens, $0.00032, one tool call
+    run3 = (
+        '"usage":{"model_calls":1,"input_tokens":60,"output_tokens":20,"tool_calls":1,'
+        '"virtual_seconds":'
+    )
+    html = (pytester.path / "out" / "faultbench-report.html").read_text()
+    assert line in html
+    assert run3 in html
+    assert "function usageLine(u)" in html  # the page renders both
+    # `faultbench report logs` rebuilds it from the session file
+    from faultbench.testing import read_session, write_report
+
+    session = read_session(pytester.path / "logs")
+    again = write_report(pytester.path / "again", session.groups).read_text()
+    assert line in again
+    assert run3 in again
+
+
 def test_a_bad_budget_is_a_usage_error(pytester):
     pytester.makefile(".yaml", world=SHOP.read_text())
     pytester.makepyfile(test_agent=SUITE.replace("tokens=250", "tokenz=250"))

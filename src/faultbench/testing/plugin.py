@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -39,6 +39,7 @@ from ._gate._stats import decided, pass_hat_k
 from ._plugin._async import run_coroutine_test, trio_variants
 from ._plugin._command import ServeCommand
 from ._plugin._compare import ComparePlugin, compare_spec
+from ._plugin._concurrent import ConcurrentRuns, add_concurrency_option
 from ._plugin._grading import grade_run
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
@@ -93,6 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write each run's event log to DIR as JSON Lines (faultbench replay FILE)",
     )
     add_output_options(group)
+    add_concurrency_option(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,9 +108,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SPECS_KEY] = {}
     config.pluginmanager.register(session, "faultbench-session")
     config.pluginmanager.register(ComparePlugin(session), "faultbench-compare")
+    config.pluginmanager.register(
+        ConcurrentRuns(
+            config,
+            concurrency_of=_concurrency_of,
+            make_run=_concurrent_run,
+            adopt=_adopt_world,
+            group_of=_group_of,
+        ),
+        "faultbench-concurrency",
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    concurrency = config.pluginmanager.get_plugin("faultbench-concurrency")
+    if concurrency is not None:
+        config.pluginmanager.unregister(concurrency)
     compare = config.pluginmanager.get_plugin("faultbench-compare")
     if compare is not None:
         config.pluginmanager.unregister(compare)
@@ -269,7 +284,10 @@ def _world_plan(request: pytest.FixtureRequest) -> Plan:
 def faultbench_run(request: pytest.FixtureRequest) -> RunInfo:
     """Which run this is: `index`, `total`, `world_seed` and `seed`, an integer derived from
     (world seed, index) for the randomness of the code under test."""
-    index = getattr(request, "param", 0)
+    return _run_info(request, getattr(request, "param", 0))
+
+
+def _run_info(request: pytest.FixtureRequest, index: int) -> RunInfo:
     plan = _plan(request.node)
     if plan is None:
         return RunInfo(index=index, total=1, seed=derive_seed(0, index), world_seed=None)
@@ -396,6 +414,10 @@ def mcp_server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     """An in-process MCP server (`faultbench.serve.WorldServer`) on this run's world: use it
     with `mcp.Client(mcp_server)`. With `@pytest.mark.principal(NAME)` its calls act as NAME
     (a world with `auth:`)."""
+    return _server(request, world)
+
+
+def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     from faultbench.serve import build_server
 
     try:
@@ -456,6 +478,53 @@ def mcp_url(world: World) -> Iterator[str]:
 
     with serve_in_thread(world) as url:
         yield url
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrent runs (`_plugin/_concurrent.py`): a run's own fixtures, made for its batch's head
+# ---------------------------------------------------------------------------------------------
+
+
+class _ItemRequest:
+    """What the fixtures' helpers read of a request (`node`, `config`), for a run item whose
+    fixtures a batch makes outside pytest's set-up."""
+
+    def __init__(self, item: pytest.Item):
+        self.node = item
+        self.config = item.config
+
+
+def _concurrency_of(item: pytest.Item) -> int:
+    plan = _plan(item)
+    if plan is not None and plan.concurrency is not None:
+        return plan.concurrency
+    option: int | None = item.config.getoption("faultbench_concurrency", None)
+    return 1 if option is None else option
+
+
+def _group_of(item: pytest.Item) -> str | None:
+    data = item.stash.get(RUN_KEY, None)
+    return None if data is None else str(data["group"])
+
+
+def _adopt_world(item: pytest.Item, world: World) -> None:
+    item.stash[WORLD_KEY] = world
+
+
+def _concurrent_run(item: pytest.Function) -> tuple[dict[str, Any], World | None]:
+    """A run's per-run fixture values, made as its fixtures make them, and its world."""
+    # only .node and .config are read by the helpers below
+    request = cast(pytest.FixtureRequest, _ItemRequest(item))
+    run = _run_info(request, item.stash[RUN_KEY]["run"])
+    values: dict[str, Any] = {RUN_PARAM: run}
+    plan = _plan(item)
+    if plan is None or plan.world is None:
+        return values, None
+    w, _block = _start_world(request, plan, run)
+    values.update(world=w, trace=LiveTrace(w), clock=w.clock, faults=Faults(w))
+    if "mcp_server" in item.fixturenames:
+        values["mcp_server"] = _server(request, w)
+    return values, w
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,8 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._gate._paired import Paired
 from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._stats import pass_hat_k
+from .._gate._usage import Usage, usage_line
 
 if TYPE_CHECKING:
     from faultbench.kernel import Event, WorldSpec
@@ -66,13 +68,16 @@ def write_report(
     reproduce: dict[str, str] | None = None,
     shrinks: dict[str, dict[str, Any]] | None = None,
     title: str = "faultbench run report",
+    comparisons: Sequence[Comparison] = (),
 ) -> Path:
     """Write `DIR/faultbench-report.html`; returns its path."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / REPORT_FILE
     path.write_text(
-        build_report(groups, reproduce=reproduce, shrinks=shrinks, title=title),
+        build_report(
+            groups, reproduce=reproduce, shrinks=shrinks, title=title, comparisons=comparisons
+        ),
         encoding="utf-8",
     )
     return path
@@ -84,8 +89,10 @@ def build_report(
     reproduce: dict[str, str] | None = None,
     shrinks: dict[str, dict[str, Any]] | None = None,
     title: str = "faultbench run report",
+    comparisons: Sequence[Comparison] = (),
 ) -> str:
-    """The report's HTML text."""
+    """The report's HTML text; `comparisons` are `@pytest.mark.compare`'s pairs of groups
+    (a-group, b-group, a, b, margin), shown with their discordant runs side by side."""
     reproduce = reproduce or {}
     shrinks = shrinks or {}
     overview: list[dict[str, Any]] = []
@@ -107,6 +114,7 @@ def build_report(
         "generated": datetime.now().astimezone().isoformat(timespec="seconds"),
         "kinds": KIND_COLOURS,
         "groups": overview,
+        "comparisons": [_comparison(groups, *c) for c in comparisons],
     }
     page = resources.files(__package__).joinpath("_report_page.html").read_text("utf-8")
     parts = {
@@ -147,6 +155,54 @@ def _group_overview(group: Group) -> dict[str, Any]:
         "pass_hat_3": pass_hat_k(gate.passed, gate.ran, 3),
         "gate": None if not gate.planned or outcomes.count("unknown") else gate.ok,
         "line": gate.line() if gate.planned and not outcomes.count("unknown") else "",
+        "usage": _usage_line(group, gate.passed),
+    }
+
+
+def _usage_line(group: Group, passed: int) -> str | None:
+    """The summary's usage line of the group (None when no run called a model)."""
+    return usage_line([Usage(**r.usage) for r in group.runs.values() if r.usage], passed)
+
+
+#: a compared pair of groups: (a-group's name, b-group's name, a, b, margin)
+Comparison = tuple[str, str, str, str, "float | None"]
+
+
+def _comparison(
+    groups: list[Group], group_a: str, group_b: str, a: str, b: str, margin: float | None
+) -> dict[str, Any]:
+    """Two agents' paired runs: the summary's lines, and the discordant runs (one passed, the
+    other failed, under the same faults) side by side, each linked to its run."""
+    where = {g.name: i for i, g in enumerate(groups)}
+    sides = [where.get(group_a), where.get(group_b)]
+    outcomes = []
+    for index in sides:
+        runs = {} if index is None else groups[index].runs
+        outcomes.append(
+            {i: r.outcome == "passed" for i, r in runs.items() if r.outcome in ("passed", "failed")}
+        )
+    paired = Paired.of(outcomes[0], outcomes[1])
+    rows = []
+    for k in sorted(set(outcomes[0]) & set(outcomes[1])):
+        if outcomes[0][k] == outcomes[1][k]:
+            continue
+        row: dict[str, Any] = {"run": k}
+        for key, index in zip(("a", "b"), sides):
+            assert index is not None
+            run = groups[index].runs[k]
+            row[key] = {
+                "rid": f"{index}-{k}",
+                "outcome": run.outcome,
+                "summary": run.summary,
+                "message": run.message,
+            }
+        rows.append(row)
+    return {
+        "name": group_a.split("[")[0],
+        "a": a,
+        "b": b,
+        "lines": paired.lines(a, b, margin),
+        "discordant": rows,
     }
 
 
@@ -176,6 +232,7 @@ def _run_detail(
         "diff": None,
         "explained": None,
         "violations": run.violations or [],
+        "usage": run.usage,
     }
     if run.events is None:
         return out

@@ -36,11 +36,11 @@ class Session:
     title: str = "faultbench run report"
 
 
-#: what a run's grade leaves in the session file (docs/CHECKS.md), so `faultbench report`
-#: shows what the live report showed
+#: what a run's grade (docs/CHECKS.md) and usage leave in the session file, so `faultbench
+#: report` shows what the live report showed
 GRADE_FIELDS = (
     "violations", "score", "milestones", "min_mean_score", "attacked", "utility",
-    "attack_succeeded",
+    "attack_succeeded", "usage", "group_budget",
 )  # fmt: skip
 
 

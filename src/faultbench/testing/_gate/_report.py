@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._stats import Gate, decide
+from ._usage import Usage, over_budget
 
 if TYPE_CHECKING:
     from faultbench.kernel import Event, EventDiff
@@ -56,6 +57,8 @@ class Run:
     utility: bool | None = None
     attack_succeeded: bool | None = None
     usage: dict[str, Any] | None = None  # `_usage.Usage` figures: model calls, tokens, cost
+    #: the test's `budget(per="group")` limits, by `BUDGET_KEYS` name
+    group_budget: dict[str, float] | None = None
 
 
 @dataclass
@@ -79,8 +82,21 @@ class Group:
         scores = tuple(r.score for r in ran if r.score is not None)
         wanted = [r.min_mean_score for r in self.runs.values() if r.min_mean_score is not None]
         return decide(
-            *self.counts(), self.min_pass_rate, self.errors(), scores, max(wanted, default=None)
+            *self.counts(),
+            self.min_pass_rate,
+            self.errors(),
+            scores,
+            max(wanted, default=None),
+            self.over_budget(ran),
         )
+
+    def over_budget(self, ran: list[Run]) -> tuple[str, ...]:
+        """The group's usage (its runs that ran, together) over its `budget(per="group")`."""
+        budget = next((r.group_budget for r in self.runs.values() if r.group_budget), None)
+        if budget is None:
+            return ()
+        total = Usage.total([Usage(**r.usage) for r in ran if r.usage])
+        return tuple(over_budget(total, budget))
 
     def attack_line(self) -> str:
         """`under attack: ...`: how the runs that received an injection did, attack success
@@ -156,7 +172,7 @@ class Tally:
                 "summary", "events", "state_hash", "events_file", "world_file", "crashes",
                 "score", "milestones", "min_mean_score", "violations",
                 "attacked", "utility", "attack_succeeded",
-                "usage",
+                "usage", "group_budget",
             ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])

@@ -28,8 +28,9 @@ MARKERS = {
     "faults": "faults(rules=None): the fault rules of each run: a dict (a `faults:` block), "
     "a path to a world file whose `faults:` block applies, or no argument for the test's "
     "own world file's block. Without this marker a test runs fault-free (faultbench)",
-    "runs": "runs(n): run this test n times, as items test_x[run0] ... (--runs N overrides) "
-    "(faultbench)",
+    "runs": "runs(n, concurrency=None): run this test n times, as items test_x[run0] ... "
+    "(--runs N overrides); an async test runs up to `concurrency` of them at once in one event "
+    "loop (default: --faultbench-concurrency, else 1) (faultbench)",
     "min_pass_rate": "min_pass_rate(rate): tolerate failing runs as long as at least this "
     "fraction (0..1) of them pass; the gate decides the exit status (faultbench)",
     "checks": "checks(**keys): grade every run on these checks besides the world file's own: "
@@ -38,8 +39,9 @@ MARKERS = {
     "must reach this too; the summary shows it with its 95% t-interval (docs/CHECKS.md) "
     "(faultbench)",
     "budget": "budget(cost_usd=, tokens=, model_calls=, tool_calls=, virtual_seconds=, "
-    "prices=None): fail a run that uses more than this (its model calls and tokens as the "
-    "framework reports them, cost from the price table) (faultbench)",
+    "prices=None, per='run'): fail a run that uses more than this (its model calls and tokens "
+    "as the framework reports them, cost from the price table); per='group': fail the gate "
+    "of a group whose runs together use more (faultbench)",
     "compare": "compare(a, b, margin=None): the test is parametrized over agents a and b; "
     "pair their runs (same faults) and report both pass / only a / only b / both fail, the "
     "difference with its 95% interval and the exact McNemar p; with margin, fail the session "
@@ -95,6 +97,8 @@ class Plan:
     runs: int
     min_pass_rate: float | None
     seed: int | None
+    #: `runs(n, concurrency=k)`: runs of an async test at once (None: the command line's)
+    concurrency: int | None = None
 
     @classmethod
     def of(cls, node: Any) -> Plan | None:
@@ -132,7 +136,9 @@ class Plan:
                     f'@pytest.mark.faults("other_world.yaml"). Instead, received: {arg!r}'
                 )
         runs = 1
+        concurrency = None
         if runs_mark is not None:
+            concurrency = _concurrency(runs_mark)
             runs = _one_arg(runs_mark, "n")
             if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
                 raise ValueError(
@@ -156,11 +162,33 @@ class Plan:
                 raise ValueError(
                     f"Expected @pytest.mark.seed(n) with an integer n. Instead, received: {seed!r}"
                 )
-        return cls(world=world, faults=faults, runs=runs, min_pass_rate=rate, seed=seed)
+        return cls(
+            world=world,
+            faults=faults,
+            runs=runs,
+            min_pass_rate=rate,
+            seed=seed,
+            concurrency=concurrency,
+        )
+
+
+def _concurrency(mark: Any) -> int | None:
+    """`runs(n, concurrency=k)`'s k (None without it); the mark is left with `n` alone."""
+    if "concurrency" not in mark.kwargs:
+        return None
+    value = mark.kwargs["concurrency"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            "Expected @pytest.mark.runs(n, concurrency=k) with an integer k >= 1 (the runs of "
+            f"an async test at once). Instead, received: concurrency={value!r}"
+        )
+    return value
 
 
 def _one_arg(mark: Any, name: str, *, optional: bool = False) -> Any:
     args, kwargs = list(mark.args), dict(mark.kwargs)
+    if mark.name == "runs":
+        kwargs.pop("concurrency", None)  # checked by _concurrency
     if name in kwargs:
         args.append(kwargs.pop(name))
     if kwargs or len(args) > 1 or (not args and not optional):

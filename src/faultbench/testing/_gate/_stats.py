@@ -116,6 +116,8 @@ class Gate:
     #: the milestone scores of the runs that ran (docs/CHECKS.md), and the mean they need
     scores: tuple[float, ...] = ()
     min_mean_score: float | None = None
+    #: the group's figures over its `budget(per="group")`, one line each (empty: within it)
+    over_budget: tuple[str, ...] = ()
 
     @property
     def mean_score(self) -> float | None:
@@ -148,7 +150,11 @@ class Gate:
     def ok(self) -> bool:
         if self.errors:
             return False
-        return self.passed >= required_passes(self.min_pass_rate, self.planned) and self.score_ok
+        return (
+            self.passed >= required_passes(self.min_pass_rate, self.planned)
+            and self.score_ok
+            and not self.over_budget
+        )
 
     def line(self) -> str:
         """`17/20 passed (85%) [95% CI 64%-95%] pass^3=60% min_pass_rate=95% -> FAIL`"""
@@ -181,6 +187,9 @@ class Gate:
             )
             if self.min_mean_score is not None:
                 parts.append(f"min_mean_score={self.min_mean_score:g}")
+        if self.over_budget:
+            parts[-1] += ";"
+            parts.append(f"group over budget: {', '.join(self.over_budget)}")
         parts.append(f"-> {'PASS' if self.ok else 'FAIL'}")
         line = " ".join(parts)
         if self.stopped:
@@ -196,12 +205,13 @@ def decide(
     errors: int = 0,
     scores: tuple[float, ...] = (),
     min_mean_score: float | None = None,
+    over_budget: tuple[str, ...] = (),
 ) -> Gate:
     """The gate for these counts; no `min_pass_rate` means every run must pass, and a run
     with a set-up problem (`errors`) fails it whatever the rate. With `min_mean_score`, the
     mean of the runs' milestone `scores` must reach it too."""
     rate = 1.0 if min_pass_rate is None else min_pass_rate
-    return Gate(passed, failed, stopped, rate, errors, scores, min_mean_score)
+    return Gate(passed, failed, stopped, rate, errors, scores, min_mean_score, over_budget)
 
 
 def _pct(x: float) -> str:

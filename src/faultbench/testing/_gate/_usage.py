@@ -77,6 +77,19 @@ class Usage:
         seconds = (events[-1].at - events[0].at).total_seconds() if events else 0.0
         return cls(model_calls, tokens_in, tokens_out, tool_calls, seconds, cost)
 
+    @classmethod
+    def total(cls, usages: Sequence[Usage]) -> Usage:
+        """What runs used together (cost None if any run's is unknown)."""
+        costs = [u.cost_usd for u in usages]
+        return cls(
+            sum(u.model_calls for u in usages),
+            sum(u.input_tokens for u in usages),
+            sum(u.output_tokens for u in usages),
+            sum(u.tool_calls for u in usages),
+            sum(u.virtual_seconds for u in usages),
+            None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        )
+
     def figures(self) -> dict[str, float | int | None]:
         """The budgeted figures, by `BUDGET_KEYS` name."""
         return {

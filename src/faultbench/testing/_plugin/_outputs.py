@@ -133,7 +133,14 @@ class Outputs:
                 reproduce={r.nodeid: reproduce(r.nodeid) for g in groups for r in g.runs.values()},
                 shrinks=shrinks,
                 title=f"faultbench: {self.config.rootpath.name}",
+                comparisons=self._comparisons(),
             )
+
+    def _comparisons(self) -> list[tuple[str, str, str, str, float | None]]:
+        """`@pytest.mark.compare`'s pairs of groups, as `_compare.ComparePlugin` saw them."""
+        compare = self.config.pluginmanager.get_plugin("faultbench-compare")
+        pairs = {} if compare is None else compare.pairs
+        return [(ga, gb, a, b, margin) for (ga, gb), (a, b, margin) in sorted(pairs.items())]
 
     def _shrink(self, run: Run, reproduce: Callable[[str], str]) -> tuple[ShrinkResult, str | None]:
         # imported here: only a session with --faultbench-shrink and a failing run pays for them

@@ -43,7 +43,8 @@ def run_usage(item: pytest.Item, report: Any, world: Any, data: dict[str, Any]) 
     """Put the run's usage on its report data; fail a run that passed but went over its
     `budget` marker, with the figures (a failure like any other: `min_pass_rate` may
     tolerate it)."""
-    marker = item.get_closest_marker("budget")
+    # the prices of the closest budget marker that gives them (per run or per group)
+    marker = next((m for m in item.iter_markers("budget") if "prices" in m.kwargs), None)
     usage = Usage.of(list(world.events), _prices(item, marker))
     data["usage"] = {
         "model_calls": usage.model_calls,
@@ -53,19 +54,33 @@ def run_usage(item: pytest.Item, report: Any, world: Any, data: dict[str, Any]) 
         "virtual_seconds": usage.virtual_seconds,
         "cost_usd": usage.cost_usd,
     }
-    if marker is None:
+    budgets = _budgets(item)
+    if "group" in budgets:
+        data["group_budget"] = budgets["group"]
+    if "run" not in budgets:
         return
-    limits = {k: v for k, v in marker.kwargs.items() if k not in ("prices", "per")}
-    try:
-        budget = check_budget(limits)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget: {exc}") from None
-    over = over_budget(usage, budget)
+    over = over_budget(usage, budgets["run"])
     if over and report.passed:
         text = "over budget: " + "; ".join(over)
         report.outcome = "failed"
         report.longrepr = text
         data["message"] = text
+
+
+def _budgets(item: pytest.Item) -> dict[str, dict[str, float]]:
+    """The test's `budget` markers by what they limit: `per="run"` (the default), each run;
+    `per="group"`, the runs of the group together."""
+    out: dict[str, dict[str, float]] = {}
+    for marker in item.iter_markers("budget"):
+        per = marker.kwargs.get("per", "run")
+        limits = {k: v for k, v in marker.kwargs.items() if k not in ("prices", "per")}
+        try:
+            if per not in ("run", "group"):
+                raise ValueError(f'per={per!r}: expected per="run" or per="group"')
+            out.setdefault(per, check_budget(limits))  # the closest marker of each wins
+        except ValueError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.budget: {exc}") from None
+    return out
 
 
 def usage_of(runs: Any) -> list[Usage]:
