@@ -231,3 +231,12 @@ async def test_a_real_model(framework, world):
         model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
     )
     assert refunded(world) == [agents.AMOUNT], f"{result.trace.summary()}\n{result.output}"
+
+
+def test_the_readme_shows_the_files_faults():
+    import yaml
+
+    readme = (Path(__file__).parent / "README.md").read_text()
+    shown = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = "faults:" + WORLD.read_text().split("\nfaults:", 1)[1]  # the file's last block
+    assert yaml.safe_load(shown) == yaml.safe_load(block)
