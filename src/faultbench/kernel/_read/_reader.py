@@ -117,7 +117,8 @@ def parse_faults(
         block = block["faults"]
     services = {s.name: s.operations for s in spec.services}
     op_kinds = {op.qualname: op.kind for op in spec.operations.values()}
-    parser = _RuleParser(doc, services, op_kinds)
+    paged = {op.qualname for op in spec.operations.values() if op.page is not None}
+    parser = _RuleParser(doc, services, op_kinds, paged)
     rules = parser.parse_block(block, {"faults": block}, "faults")
     check_merged_probabilities(doc, rules, services)
     doc.raise_problems()
@@ -202,7 +203,8 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader):
         faults: dict[str, FaultRule] = {}
         if "faults" in top:
             op_kinds = {op.qualname: op.kind for op in self.operations.values()}
-            parser = _RuleParser(doc, ops_by_service, op_kinds)
+            paged = {op.qualname for op in self.operations.values() if op.page is not None}
+            parser = _RuleParser(doc, ops_by_service, op_kinds, paged)
             faults = parser.parse_block(top["faults"], top, "faults")
             check_merged_probabilities(doc, faults, ops_by_service)
         checks = self.checks(top)
