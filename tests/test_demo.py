@@ -80,11 +80,6 @@ def test_the_shop_demo_fails_the_naive_gate_and_prints_what_the_readme_shows():
             "test_the_naive_agent_pays_once",
             "get_account → transfer_money → get_account!stale_read → transfer_money",
         ),
-        (
-            "stripe",
-            "test_the_naive_agent_refunds_once",
-            "get_charge → create_refund!timeout → create_refund",
-        ),
     ],
 )
 def test_the_naive_gates_of_the_other_examples_fail(example, gate, calls):
@@ -94,3 +89,37 @@ def test_the_naive_gates_of_the_other_examples_fail(example, gate, calls):
         rf"^examples/{example}/naive_gate\.py::{gate}: .* -> FAIL", proc.stdout, re.M
     ), proc.stdout
     assert f"(tolerated): {calls}" in proc.stdout
+
+
+def test_the_payments_api_fails_each_naive_gate_for_its_own_reason():
+    """examples/stripe has one naive gate per failure mode (its README): each fails, and its
+    tolerated runs show the fault (or, for a pending refund, the outcome) that broke it."""
+    proc = pytest_in_repo("examples/stripe/naive_gate.py")
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "4 gates failed" in out.splitlines()[-1], out
+    gates = {}  # gate name -> its summary: its line and the indented lines under it
+    for block in re.split(r"^(?=examples/stripe/naive_gate\.py::)", out, flags=re.M)[1:]:
+        gates[block.split("::")[1].split(":")[0]] = block
+    reasons = {
+        "test_the_naive_agent_refunds_once": [
+            "(tolerated): get_charge → create_refund!timeout → create_refund\n"
+        ],
+        "test_the_naive_agent_counts_every_charge_once": [
+            f"(tolerated): {walk}list_charges!{fault}\n"
+            for walk in ("", "list_charges → ", "list_charges → list_charges → ")
+            for fault in ("truncated_page", "expired_cursor")
+        ],
+        "test_the_naive_agent_waits_for_the_refund_to_succeed": [
+            "(tolerated): create_refund\n",
+            "AssertionError: assert [] == [(2000, 'succeeded')]",  # it failed while pending
+        ],
+        "test_the_naive_agent_books_each_refund_once": [
+            "(tolerated): create_refund → create_refund → create_refund → "
+            "list_events!duplicate_delivery → book_refund → book_refund → book_refund → "
+            "book_refund\n"
+        ],
+    }
+    for gate, shown in reasons.items():
+        assert " -> FAIL" in gates[gate].splitlines()[0], gates[gate]
+        assert any(line in gates[gate] for line in shown), gates[gate]

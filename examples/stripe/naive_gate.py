@@ -1,9 +1,15 @@
-"""The naive agent's gate: 20 runs of the payments API's own faults, at least 95% must pass.
+"""The naive agents' gates: 20 runs of the payments API's own faults each, at least 95% must
+pass. One gate per failure mode (README.md); each fails, as it should:
 
-It fails, as it should: `create_refund` times out after the refund was written in about one
-call in ten, and the naive agent refunds again (two partial refunds fit in the charge).
+- refunds: `create_refund` times out after the refund was written in about one call in ten,
+  and the naive agent refunds again (two partial refunds fit in the charge);
+- pages: a truncated page or an expired cursor ends the walk early, and the total misses
+  charges;
+- pending: the agent says the money is back while the refund is pending; one in five fails;
+- feed: a duplicated `charge.refunded` event is booked twice.
+
 Collected only by `uv run pytest examples/stripe` (see examples/conftest.py);
-tests/test_demo.py checks the failure.
+tests/test_demo.py checks the failures.
 """
 
 from __future__ import annotations
@@ -11,9 +17,15 @@ from __future__ import annotations
 import pytest
 
 from ..transports import Reach, run_over
-from . import agents
+from . import agents, agents_feed, agents_pages, agents_pending
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.world("worlds/stripe.yaml"),
+    pytest.mark.faults,  # the file's own faults
+    pytest.mark.runs(20),
+    pytest.mark.min_pass_rate(0.95),
+]
 
 
 @pytest.fixture
@@ -21,11 +33,27 @@ def anyio_backend():
     return "asyncio"
 
 
-@pytest.mark.world("worlds/stripe.yaml")
-@pytest.mark.faults  # the file's faults: create_refund times out after commit 10% of the time
-@pytest.mark.runs(20)
-@pytest.mark.min_pass_rate(0.95)
+async def naive(mcp_server, world, module):
+    return (await run_over(Reach(mcp_server, world), "pydantic_ai", module.naive, module))[0]
+
+
 async def test_the_naive_agent_refunds_once(world, mcp_server):
-    await run_over(Reach(mcp_server, world), "pydantic_ai", agents.naive, agents)
+    await naive(mcp_server, world, agents)
     refunds = [r.amount for r in world.refunds.where(charge_id=agents.CHARGE)]
     assert refunds == [agents.AMOUNT], f"refunded {refunds}"
+
+
+async def test_the_naive_agent_counts_every_charge_once(world, mcp_server):
+    run = await naive(mcp_server, world, agents_pages)
+    assert run.output == agents_pages.expected(world)
+
+
+async def test_the_naive_agent_waits_for_the_refund_to_succeed(world, mcp_server):
+    await naive(mcp_server, world, agents_pending)
+    assert agents_pending.settled(world) == [(agents_pending.AMOUNT, "succeeded")]
+
+
+async def test_the_naive_agent_books_each_refund_once(world, mcp_server):
+    agents_feed.refund_some(world)
+    await naive(mcp_server, world, agents_feed)
+    assert agents_feed.booked(world) == agents_feed.REFUNDS

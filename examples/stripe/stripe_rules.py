@@ -5,11 +5,20 @@ partial refunds may follow each other, and together they never exceed what was c
 refund that carries an `idempotency_key` already used returns the first refund instead of
 acting twice, as Stripe's `Idempotency-Key` header does: the world file declares it
 (`idempotency:` on `create_refund`), no handler code does it.
+
+A refund is `pending` when it is made and settles later in virtual time, as Stripe's do: it
+succeeds 30 s to 5 min later, or fails (`REFUND_FAILURE_RATE`, a fact of the world, not a
+fault). `create_refund` schedules that change with `world.schedule(...)`, drawn from the
+world's seed, the run index and the refund's id, so a run replays and forks as it ran.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Literal
+
+REFUND_FAILURE_RATE = 0.2  # a refund that stays pending, then fails (the bank refused it)
+SETTLES_AFTER = (30, 300)  # seconds of virtual time from pending to succeeded or failed
 
 Currency = Literal["usd", "eur"]
 RefundReason = Literal["duplicate", "fraudulent", "requested_by_customer"]
@@ -90,7 +99,8 @@ def create_refund(
     reason: RefundReason = "requested_by_customer",
 ) -> dict:
     """Refund all or part of a charge. Partial refunds may follow each other until the whole
-    charge is refunded, never beyond it.
+    charge is refunded, never beyond it. The refund is `pending`: it succeeds or fails within
+    a few minutes (look it up again with get_refund; a failed one can be sent again).
 
     Args:
         charge_id: id of the charge to refund (ch_...).
@@ -101,7 +111,7 @@ def create_refund(
     here: the kernel answers a repeated key with the first refund.
     """
     charge = _get(world.charges, "charge", charge_id)
-    left = charge.amount - charge.amount_refunded
+    left = charge.amount - _refunded(world, charge_id)
     if left == 0:
         raise ValueError(f"Charge {charge_id} has already been refunded.")
     if amount is None:
@@ -115,11 +125,36 @@ def create_refund(
         charge_id=charge_id,
         amount=amount,
         reason=reason,
+        status="pending",
         created_at=clock.now(),
     )
-    refunded = charge.amount_refunded + amount
+    refunded = charge.amount - left + amount
     world.charges.update(charge_id, amount_refunded=refunded, refunded=refunded == charge.amount)
+    draw = random.Random(f"{world.seed}:{world.run}:{refund.id}")
+    outcome = "failed" if draw.random() < REFUND_FAILURE_RATE else "succeeded"
+    world.schedule(
+        after=draw.randint(*SETTLES_AFTER), record="refund", id=refund.id, set={"status": outcome}
+    )
     return refund.to_dict()
+
+
+def _refunded(world, charge_id: str) -> int:
+    """What the refunds of a charge take from it: pending and succeeded ones, not failed ones
+    (so a failed refund may be sent again; the charge's `amount_refunded` follows at the next
+    refund)."""
+    refunds = world.refunds.where(charge_id=charge_id)
+    return sum(r.amount for r in refunds if r.status != "failed")
+
+
+def wait(world, clock, seconds: int) -> dict:
+    """Wait before the next call: refunds settle while you wait. Returns the time after it.
+
+    Args:
+        seconds: how long to wait, 1 to 3600 seconds.
+    """
+    if not 1 <= seconds <= 3600:
+        raise ValueError(f"Wait between 1 and 3600 seconds; got {seconds}")
+    return {"now": clock.advance(seconds).isoformat()}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
-"""The payments API's rules, and its agents one run each with the refund's timeout pinned by
-a fault script (`payments.create_refund: {script: {1: timeout}}`): the naive agent refunds
-20.00 twice, the careful one, with an idempotency key, once."""
+"""The payments API's rules, and its agents one run each with their failure pinned: the
+refund's timeout by a fault script (`payments.create_refund: {script: {1: timeout}}`): the
+naive agent refunds 20.00 twice, the careful one, with an idempotency key, once; a truncated
+page, an expired cursor, a duplicated feed event the same way, and a refund that fails later
+by the run index whose draw fails it (run 0)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import faultbench
 from faultbench.serve import build_server
 
 from ..transports import Reach, run_over
-from . import agents
+from . import agents, agents_feed, agents_pages, agents_pending
 
 pytestmark = pytest.mark.anyio
 
@@ -61,6 +63,76 @@ async def test_the_careful_agent_refunds_once_with_an_idempotency_key(framework,
     _first, second = result.trace.calls_to("create_refund")
     assert second.value["id"] == world.refunds.where(charge_id=agents.CHARGE)[0].id
     assert agents.CHARGE in result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# The other failure modes, one pinned run each (the gates run them under the file's faults)
+# ---------------------------------------------------------------------------------------------
+
+
+def pinned(rules: dict, run: int = 0):
+    world = faultbench.load_world(WORLD, run=run)
+    world.set_faults(rules)
+    return world
+
+
+PAGES = {  # the naive walk, and how many of the 24 charges it counts
+    "truncated_page": ("list_charges → list_charges!truncated_page", 20),  # page 3 is lost
+    "expired_cursor": ("list_charges → list_charges!expired_cursor", 10),  # gives up
+}
+
+
+@pytest.mark.parametrize("fault", PAGES)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_a_broken_page_walk(framework, fault):
+    world = pinned({"payments.list_charges": {"script": {2: fault}}})
+    naive = await run(framework, agents_pages.naive, world)
+    calls, counted = PAGES[fault]
+    assert naive.trace.summary() == calls
+    assert naive.output.startswith(f"{counted} charges, ")
+
+    world = pinned({"payments.list_charges": {"script": {2: fault}}})
+    careful = await run(framework, agents_pages.careful, world)
+    assert careful.output == agents_pages.expected(world)
+    assert careful.output.startswith("24 charges, ")
+    # after a truncated page 2, page 3 from its last id; after an expired cursor, three pages
+    again = 3 if fault == "expired_cursor" else 1
+    assert careful.trace.summary() == " → ".join([calls, *["list_charges"] * again])
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_a_refund_that_fails_while_pending(framework):
+    # Run 0 draws failures for refunds 1 and 2 (create_refund in stripe_rules.py); no faults.
+    world = pinned({})
+    naive = await run(framework, agents_pending.naive, world)
+    assert naive.output == f"Refunded 2000 cents of ch_1 ({world.refunds.all()[0].id})."
+    assert agents_pending.settled(world) == []  # it failed: the customer has nothing
+
+    world = pinned({})
+    careful = await run(framework, agents_pending.careful, world)
+    assert careful.trace.summary() == " → ".join(["create_refund → wait → get_refund"] * 3)
+    *failed, last = world.refunds.all()
+    assert [r.status for r in [*failed, last]] == ["failed", "failed", "succeeded"]
+    assert careful.output == f"The customer has 2000 cents back ({last.id} succeeded)."
+    assert agents_pending.settled(world) == [(2000, "succeeded")]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_a_duplicated_feed_event(framework):
+    rules = {"payments.list_events": {"script": {1: "duplicate_delivery"}}}
+    world = pinned(rules)
+    agents_feed.refund_some(world)
+    naive = await run(framework, agents_feed.naive, world)
+    assert naive.trace.summary().startswith("list_events!duplicate_delivery → book_refund")
+    assert len(naive.trace.calls_to("book_refund")) == 4  # three refunds, one twice
+    assert agents_feed.booked(world) != agents_feed.REFUNDS
+
+    world = pinned(rules)
+    agents_feed.refund_some(world)
+    careful = await run(framework, agents_feed.careful, world)
+    assert len(careful.trace.calls_to("book_refund")) == 3
+    assert agents_feed.booked(world) == agents_feed.REFUNDS
+    assert len({e.event_id for e in world.ledger_entries.all()}) == 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,3 +231,12 @@ async def test_a_real_model(framework, world):
         model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
     )
     assert refunded(world) == [agents.AMOUNT], f"{result.trace.summary()}\n{result.output}"
+
+
+def test_the_readme_shows_the_files_faults():
+    import yaml
+
+    readme = (Path(__file__).parent / "README.md").read_text()
+    shown = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = "faults:" + WORLD.read_text().split("\nfaults:", 1)[1]  # the file's last block
+    assert yaml.safe_load(shown) == yaml.safe_load(block)

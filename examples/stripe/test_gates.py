@@ -1,15 +1,21 @@
-"""The careful agent's pass-rate gate: 20 runs of the payments API's own faults, under
-Pydantic AI in-process and under the OpenAI Agents SDK over streamable HTTP. (The naive
-agent's gate, which fails, is naive_gate.py.)"""
+"""The careful agents' pass-rate gates: 20 runs of the payments API's own faults each, under
+Pydantic AI in-process and under the OpenAI Agents SDK over streamable HTTP. One gate per
+failure mode (README.md); the naive agents' gates, which fail, are naive_gate.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from ..transports import run_gated
-from . import agents
+from . import agents, agents_feed, agents_pages, agents_pending
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.world("worlds/stripe.yaml"),
+    pytest.mark.faults,  # the file's own faults: every mode's at once
+    pytest.mark.runs(20),
+    pytest.mark.min_pass_rate(0.95),
+]
 
 
 @pytest.fixture
@@ -17,13 +23,32 @@ def anyio_backend():
     return "asyncio"
 
 
-@pytest.mark.world("worlds/stripe.yaml")
-@pytest.mark.faults  # create_refund times out after commit 10% of the time
-@pytest.mark.runs(20)
-@pytest.mark.min_pass_rate(0.95)
 async def test_the_careful_agent_refunds_once(world, gated, trace):
+    """A timeout after commit: the retry carries the same idempotency key."""
     run = await run_gated(gated, agents.careful, agents)
     assert run.ok, run.error
     refunds = [r.amount for r in world.refunds.where(charge_id=agents.CHARGE)]
     assert refunds == [agents.AMOUNT], trace.summary()
     assert world.charges.get(agents.CHARGE).amount_refunded == agents.AMOUNT
+
+
+async def test_the_careful_agent_counts_every_charge_once(world, gated, trace):
+    """A truncated page or an expired cursor while paging through list_charges."""
+    run = await run_gated(gated, agents_pages.careful, agents_pages)
+    assert run.output == agents_pages.expected(world), trace.summary()
+
+
+async def test_the_careful_agent_waits_for_the_refund_to_succeed(world, gated, trace):
+    """A refund that stays pending, then fails."""
+    run = await run_gated(gated, agents_pending.careful, agents_pending)
+    assert run.ok, run.error
+    assert "back" in run.output, run.output
+    assert agents_pending.settled(world) == [(agents_pending.AMOUNT, "succeeded")], trace.summary()
+
+
+async def test_the_careful_agent_books_each_refund_once(world, gated, trace):
+    """A duplicated or reordered event on the feed."""
+    agents_feed.refund_some(world)
+    run = await run_gated(gated, agents_feed.careful, agents_feed)
+    assert run.ok, run.error
+    assert agents_feed.booked(world) == agents_feed.REFUNDS, trace.summary()

@@ -30,13 +30,20 @@ from faultbench.kernel._read._reader import load_spec, parse_faults, render_faul
 ROOT = Path(__file__).resolve().parents[2]
 SHOP_PATH = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
 #: the shop world plus an update operation, for the kinds that only happen to one (conflict),
-#: and an event feed, so the feed's kinds have a `list_events` to happen to
+#: a list with pages, for the page kinds, and an event feed, so the feed's kinds have a
+#: `list_events` to happen to
 SHOP = load_spec(
     SHOP_PATH,
-    text=SHOP_PATH.read_text().replace(
+    text=SHOP_PATH.read_text()
+    .replace(
         "      get_customer: { kind: get, record: customer }\n",
         "      get_customer: { kind: get, record: customer }\n"
         "      update_customer: { kind: update, record: customer }\n",
+    )
+    .replace(
+        "      list_orders: { kind: list, record: order, filter: [customer_id, status] }\n",
+        "      list_orders: { kind: list, record: order, filter: [customer_id, status] }\n"
+        "      page_orders: { kind: list, record: order, page: { style: cursor, size: 2 } }\n",
     )
     + "events:\n  refund.created: { record: refund, on: [create] }\n",
 )
@@ -45,6 +52,7 @@ DOC = (ROOT / "docs" / "FAULTS.md").read_text()
 CALLS = {
     "get_order": {"id": "1"},
     "list_orders": {},
+    "page_orders": {"limit": 2},
     "issue_refund": {"order_id": "1", "amount": 1.0},
     "update_customer": {"id": "1", "city": "Lyon"},
     "list_events": {},
@@ -55,7 +63,8 @@ BY_NAME = pytest.mark.parametrize("k", KINDS, ids=lambda k: k.name)
 def example_call(k: FaultKind) -> tuple[str, dict]:
     """The first call of CALLS whose operation the kind can happen to."""
     for tool, args in CALLS.items():
-        if k.fits(SHOP.operations[tool].kind):
+        op = SHOP.operations[tool]
+        if k.fits(op.kind, op.page is not None):
             return tool, args
     raise AssertionError(f"{k.name}: no example call fits {k.applies_to}; add one to CALLS")
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from faultbench.kernel._faults._injections import TEMPLATES
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
+from faultbench.kernel._faults._kinds import kind as fault_kind
 from faultbench.kernel._faults._lies import CHANGES
-from faultbench.kernel._faults._plan import APPLIES_TO
 from faultbench.kernel._read._faultblock import render_duration
 from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
 
@@ -188,7 +188,9 @@ def _error(draw, kind, *, scripted):
 def _kinds(key):
     """The error kinds a rule under `key` may name: all of them, except on one operation."""
     op = next((o for o in FAULTS_WORLD.operations.values() if o.qualname == key), None)
-    return [k for k in ERROR_KINDS if op is None or op.kind in APPLIES_TO.get(k, (op.kind,))]
+    if op is None:
+        return list(ERROR_KINDS)
+    return [k for k in ERROR_KINDS if fault_kind(k).fits(op.kind, op.page is not None)]
 
 
 @st.composite

@@ -407,13 +407,49 @@ def test_page_faults_replay_and_fork_byte_for_byte(tmp_path):
     assert [str(e) for e in world.trace.calls][-5:] == [str(e) for e in fork.trace.calls][-5:]
 
 
-def test_page_faults_on_a_list_without_pages(tmp_path):
-    world = load(
-        tmp_path,
-        faults="faults:\n  payments.find_charges: { script: { 1: truncated_page, 2: page_drift } }\n",
-    )
+UNPAGED = (
+    "cannot happen to payments.find_charges, a list without `page:`: it answers every record "
+    "at once, so there is no page to break; give find_charges pages (`page: {style: cursor}` "
+    "or `page: {style: offset}` in its operation) or remove it"
+)
+
+
+@pytest.mark.parametrize("kind", ["page_drift", "truncated_page", "expired_cursor"])
+def test_a_page_kind_on_a_list_without_pages_is_a_load_error(tmp_path, kind):
+    faults = f"faults:\n  payments.find_charges:\n    errors: {{ {kind}: 0.1 }}\n"
+    path = tmp_path / "world.yaml"
+    path.write_text(WORLD + faults)
+    line = WORLD.count("\n") + 3
+    with pytest.raises(WorldFileError) as info:
+        load_spec(path)
+    [error] = info.value.errors
+    assert (error.line, error.col) == (line, 15)
+    assert error.message == f"{kind} {UNPAGED}"
+    assert f"world.yaml:{line}:15: {kind} cannot happen" in str(info.value)
+
+
+def test_a_page_kind_in_a_script_or_set_faults_on_a_list_without_pages(tmp_path):
+    path = tmp_path / "world.yaml"
+    path.write_text(WORLD + "faults:\n  payments.find_charges: { script: { 2: page_drift } }\n")
+    with pytest.raises(WorldFileError) as info:
+        load_spec(path)
+    [error] = info.value.errors
+    assert (error.line, error.message) == (WORLD.count("\n") + 2, f"page_drift {UNPAGED}")
+    world = load(tmp_path)  # a test's rules, or a faults marker's, are read the same way
+    with pytest.raises(WorldFileError) as info:
+        world.set_faults({"payments.find_charges": {"errors": {"truncated_page": 0.5}}})
+    assert f"truncated_page {UNPAGED}" in str(info.value)
+    assert world.fault_rules == {}  # nothing was set
+
+
+def test_a_default_page_kind_skips_the_lists_without_pages(tmp_path):
+    # As for every kind: a default: or service.* rule may name it; what it cannot happen to
+    # runs as usual (a list without pages answers all its records), the paged lists get it.
+    world = load(tmp_path, faults="faults:\n  default: { errors: { truncated_page: 1.0 } }\n")
     full = [r.id for r in world.charges if r.amount >= 0]
-    cut = world.call("find_charges", {"amount_gte": 0})
-    assert [r["id"] for r in cut.value] == full[:20]
-    drift = world.call("find_charges", {"amount_gte": 0})
-    assert [r["id"] for r in drift.value] == full[1:]
+    plain = world.call("find_charges", {"amount_gte": 0})
+    assert plain.fault is None
+    assert [r["id"] for r in plain.value] == full
+    paged = world.call("list_by_id", {})
+    assert paged.fault == "truncated_page"
+    assert paged.value["has_more"] is False

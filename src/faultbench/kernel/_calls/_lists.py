@@ -119,7 +119,7 @@ class ListRunner:
         ids = self._walk(rows, ix, field, conds, after, reverse, inclusive)
         match = (rid for rid in ids if all(p(rows[rid][f]) for f, p in preds)) if preds else ids
         if page is None:
-            return unpaged_fault([rows[rid] for rid in match], fault)
+            return [rows[rid] for rid in match]  # page kinds never reach a list without pages
         offset = args.get("offset", 0)
         if fault == "page_drift":
             if page.style == "offset":
@@ -290,17 +290,6 @@ class ListRunner:
         if field and self.kinds.get(field) == "datetime" and isinstance(value, str):
             value = datetime.fromisoformat(value)
         return self._key(field, {field: value}, rid)
-
-
-def unpaged_fault(records: list[Any], fault: str | None) -> list[Any]:
-    """A page fault on a list without `page:` (one page of everything): `truncated_page`
-    answers its first half, as a proxy's size limit would; `page_drift` skips its first
-    record."""
-    if fault == "truncated_page":
-        return records[: len(records) // 2]
-    if fault == "page_drift":
-        return records[1:]
-    return records
 
 
 def _drop_if(it: Iterator[str], first: Callable[[str], bool]) -> Iterator[str]:

@@ -57,7 +57,6 @@ from .._store._later import fire_due, move_clock
 from .._text._show import loggable, show_value
 from ._auth import authorize, checked, refusal, run_refresh, token_fault
 from ._feed import perturb
-from ._lists import unpaged_fault
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 from ._surface import Admitted, decide_change, surface_op
@@ -626,10 +625,8 @@ def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> No
     d.call_id = flight.call_id
     tx = cx.transaction(d)
     lister = flight.op.lister
-    if lister is None:  # a list of equality filters, without pages
-        flight.value = unpaged_fault(flight.op.run(tx, dict(flight.args)), decision.kind)
-    else:
-        flight.value = lister.run(tx, dict(flight.args), fault=decision.kind)
+    assert lister is not None  # page kinds happen to lists with `page:` only (FaultKind.paged)
+    flight.value = lister.run(tx, dict(flight.args), fault=decision.kind)
 
 
 Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]

@@ -109,6 +109,8 @@ class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
     #: turned away before reaching the service (a 429): such calls do not count towards
     #: rate-limit windows, so an agent that backs off is admitted again
     refused: bool = False
+    #: happens only to lists with `page:` (a list without one answers everything at once)
+    paged: bool = False
 
     def __post_init__(self) -> None:
         if self.effect not in EFFECTS:
@@ -127,9 +129,9 @@ class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
         """Does the agent see a failed call?"""
         return EFFECTS[self.effect]
 
-    def fits(self, op_kind: str) -> bool:
-        """Can it happen to an operation of this kind?"""
-        return self.applies_to is None or op_kind in self.applies_to
+    def fits(self, op_kind: str, paged: bool = True) -> bool:
+        """Can it happen to an operation of this kind (`paged`: a list with `page:`)?"""
+        return (self.applies_to is None or op_kind in self.applies_to) and (paged or not self.paged)
 
     def option(self, name: str) -> Option | None:
         return next((o for o in self.options if o.name == name), None)
@@ -314,18 +316,18 @@ KINDS: tuple[FaultKind, ...] = (
         name="dropped", effect="feed", default_commit=False, commit_option=False,
         applies_to=_FEED,
     ),
-    # Pages (list operations with `page:`): a real API's paging, at its worst.
+    # Pages (list operations with `page:` only): a real API's paging, at its worst.
     FaultKind(
         name="page_drift", effect="page", default_commit=False, commit_option=False,
-        applies_to=("list",),
+        applies_to=("list",), paged=True,
     ),
     FaultKind(
         name="truncated_page", effect="page", default_commit=False, commit_option=False,
-        applies_to=("list",),
+        applies_to=("list",), paged=True,
     ),
     FaultKind(
         name="expired_cursor", effect="fail", default_commit=False, commit_option=False,
-        applies_to=("list",),
+        applies_to=("list",), paged=True,
         message=_status("400 Bad Request: cursor expired; start again ({name})"),
     ),
     # The tool surface changes mid-run (issue 26): the k-th call runs as usual, then the tool

@@ -29,7 +29,8 @@ BY_ID = frozenset({"get", "update", "delete"})
 
 def fits(kind_name: str, op: Any) -> bool:
     """Can a fault of this kind happen to `op`?"""
-    return kind(kind_name).fits(op.kind)
+    # A `FaultTarget` (a tool without an `OperationSpec`) has no `page:`: never paged.
+    return kind(kind_name).fits(op.kind, getattr(op, "page", None) is not None)
 
 
 def merged_rule(faults: Mapping[str, FaultRule], service: str, operation: str) -> FaultRule:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._errors import Location
@@ -91,6 +91,7 @@ class _RuleParser:
         services: Mapping[str, Sequence[str]],
         op_kinds: Mapping[str, str] | None = None,
         tool_args: Mapping[str, Sequence[str]] | None = None,
+        paged: Collection[str] = (),
     ):
         self.doc = doc
         self.services = services
@@ -100,6 +101,8 @@ class _RuleParser:
         self.target = ""
         #: "service.operation" -> operation kind, to reject kinds that cannot happen to it
         self.op_kinds = op_kinds or {}
+        #: the "service.operation" lists with `page:`, the only ones page kinds happen to
+        self.paged = paged
         self.keys = ["default", MODEL_KEY]
         for svc, ops in services.items():
             self.keys.append(f"{svc}.*")
@@ -259,9 +262,10 @@ class _RuleParser:
         for n, e in rule.script:
             key = next(k for k in script if not isinstance(k, bool) and int(k) == n)
             steps.append((e, script, key, self.value_problem))
+        paged = target in self.paged
         for e, container, key, report in steps:
             spec = fault_kind(e.kind)
-            if spec.fits(op_kind) and (op_kind != "webhooks" or e.kind in FEED_KINDS):
+            if spec.fits(op_kind, paged) and (op_kind != "webhooks" or e.kind in FEED_KINDS):
                 continue
             ok = False
             if op_kind == "webhooks":
@@ -269,6 +273,16 @@ class _RuleParser:
                     container, key,
                     f"{e.kind} cannot happen to {target}, the webhook deliveries; expected one "
                     f"of {one_of(FEED_KINDS)}",
+                )  # fmt: skip
+                continue
+            if spec.fits(op_kind):  # a page kind on a list that answers everything at once
+                op = target.split(".", 1)[1]
+                report(
+                    container, key,
+                    f"{e.kind} cannot happen to {target}, a list without `page:`: it answers "
+                    f"every record at once, so there is no page to break; give {op} pages "
+                    f"(`page: {{style: cursor}}` or `page: {{style: offset}}` in its "
+                    "operation) or remove it",
                 )  # fmt: skip
                 continue
             fits = one_of(spec.applies_to or ())

@@ -129,7 +129,9 @@ def parse_faults(
     services = {s.name: s.operations for s in spec.services}
     op_kinds: dict[str, str] = {op.qualname: op.kind for op in spec.operations.values()}
     _add_webhooks_target(spec.webhooks, services, op_kinds)
-    parser = _RuleParser(doc, services, op_kinds, tool_args(spec.operations, spec.records))
+    paged = {op.qualname for op in spec.operations.values() if op.page is not None}
+    args = tool_args(spec.operations, spec.records)
+    parser = _RuleParser(doc, services, op_kinds, args, paged)
     rules = parser.parse_block(block, {"faults": block}, "faults")
     check_merged_probabilities(doc, rules, services)
     doc.raise_problems()
@@ -238,8 +240,9 @@ class _WorldLoader(_RecordsLoader, _OperationsLoader, _SeedLoader, _WebhooksLoad
         if "faults" in top:
             op_kinds: dict[str, str] = {op.qualname: op.kind for op in self.operations.values()}
             _add_webhooks_target(webhooks, ops_by_service, op_kinds)
+            paged = {op.qualname for op in self.operations.values() if op.page is not None}
             args = tool_args(self.operations, self.records)
-            parser = _RuleParser(doc, ops_by_service, op_kinds, args)
+            parser = _RuleParser(doc, ops_by_service, op_kinds, args, paged)
             faults = parser.parse_block(top["faults"], top, "faults")
             check_merged_probabilities(doc, faults, ops_by_service)
         checks = self.checks(top)
