@@ -124,6 +124,9 @@ class Pipeline:
         """Plan under `settings` from `rules` already parsed (spares parsing them again)."""
         self._plan = FaultPlan(rules, seed=self.seed, run=settings.run, enabled=settings.faults_on)
         self._plan_for = settings
+        reach = _stale_reach(rules)
+        if reach > self.book.reach_s:  # what a window must keep (`Book.reach_s`)
+            self.book.reach_s = reach
         return self._plan
 
     def transaction(self, d: Draft, state: State | None = None) -> Transaction:
@@ -713,11 +716,28 @@ def admitted_since(state: State, tool: str, now: datetime, per_seconds: float) -
     return times
 
 
+def _stale_reach(rules: Mapping[str, Any]) -> float:
+    """How far back in virtual time a stale read under `rules` may look: the largest lag_s
+    of their stale_read errors and scripts (0.0: none)."""
+    reach = 0.0
+    for rule in rules.values():
+        for error in (*rule.errors, *(e for _, e in rule.script)):
+            if error.kind == "stale_read":
+                lag = error.lag_s if error.lag_s is not None else _DEFAULT_LAG
+                reach = max(reach, float(lag))
+    return reach
+
+
+_DEFAULT_LAG = next(o.default for o in kind("stale_read").options if o.name == "lag_s") or 0.0
+
+
 def _genesis_seq(cx: Pipeline) -> int:
     """Events before this seq are the world's genesis (WorldCreated and the seed rows)."""
     if cx.genesis_seq is None:
         # A replayed world: its genesis is the leading run of events written outside any call.
         log = cx.book.log
+        if log.first:  # a window (lowlevel.keep_events): nothing before it can be undone
+            return log.first
         cx.genesis_seq = len(log)
         for ev in log:
             if type(ev) is not WorldCreated and not (

@@ -10,6 +10,10 @@ the pytest report after each run), so it is built incrementally: the work of rea
 lives in a shared, append-only `_Index`, and each `Trace` is an immutable view of its first n
 calls. `Trace.follow(events, previous)` returns the trace of a grown log for the cost of the
 new events only.
+
+The trace of a window (a world that keeps only its latest events, `lowlevel.keep_events`)
+holds the calls that started in the window: `first_seq` says where it begins, and it is
+built anew, from the window alone, once the window moved past it.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class _Index:
         "failed",
         "failed_by_tool",
         "fault_events",
+        "first",
         "marks",
         "model",
         "open",
@@ -83,9 +88,10 @@ class _Index:
         "start_seqs",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 0, origin: datetime | None = None) -> None:
         self.events: list[Event] = []
-        self.origin: datetime | None = None
+        self.first = first  # the seq of events[0] (0 unless the log read is a window)
+        self.origin = origin
         self.open: dict[str, _Open] = {}
         self.results: list[CallResult] = []  # in finish (log) order
         self.marks: list[str] = []  # parallel to results: "" or "!timeout"
@@ -193,6 +199,16 @@ _ON: dict[type[Event], Callable[[_Index, Any], None]] = {
 }
 
 
+def _index_for(events: Iterable[Event]) -> _Index:
+    """An empty index for reading `events`: a window (`EventLog.first` > 0) begins at its
+    first seq, its offsets still count from the world's creation."""
+    first = getattr(events, "first", 0)
+    if not first:
+        return _Index()
+    origin = getattr(events, "origin", None)
+    return _Index(first, origin.at if origin is not None else None)
+
+
 def _count_below(positions: list[int], n: int) -> int:
     return bisect_left(positions, n)
 
@@ -217,7 +233,7 @@ class Trace(TraceChecks):
     __slots__ = ("_calls", "_index", "_n", "_n_events", "_n_faults", "_n_model", "_order")
 
     def __init__(self, events: Iterable[Event] = ()):
-        index = _Index()
+        index = _index_for(events)
         index.feed(events)
         self._view(index)
 
@@ -246,7 +262,7 @@ class Trace(TraceChecks):
         index = self._index
         if len(index.events) != self._n_events:
             # Another trace already grew the shared index past this one: start a new index.
-            index = _Index()
+            index = _Index(index.first, index.origin)
             index.feed(self._index.events[: self._n_events])
         index.feed(events)
         return Trace._of(index)
@@ -268,16 +284,29 @@ class Trace(TraceChecks):
         the log it read, else one built anew (see `follow`)."""
         n = self._n_events
         seen = self._index.events
-        if len(events) >= n and (n == 0 or events[n - 1] is seen[n - 1]):
-            if len(events) == n:
+        first = self._index.first
+        end = first + n  # the seq after the last event read
+        if (
+            getattr(events, "first", 0) == first
+            and len(events) >= end
+            and (n == 0 or events[end - 1] is seen[n - 1])
+        ):
+            if len(events) == end:
                 return self
-            return self.extend(events[n:])
+            return self.extend(events[end:])
         return Trace(events)
 
     @property
     def n_events(self) -> int:
         """How many events of the log this trace has read."""
         return self._n_events
+
+    @property
+    def first_seq(self) -> int:
+        """The seq of the first event this trace read: 0, unless its log is a window (a
+        world that keeps only its latest events, `lowlevel.keep_events`); then the trace
+        holds the calls that started from there on."""
+        return self._index.first
 
     # --- queries ----------------------------------------------------------------------------
 
@@ -394,7 +423,7 @@ class Trace(TraceChecks):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (datetimes as ISO strings), as the HTTP control API serves it."""
-        return {
+        out = {
             "count": self._n,
             "failed": self.count(ok=False),
             "summary": self.summary(),
@@ -402,6 +431,9 @@ class Trace(TraceChecks):
             "faults": [msgspec.to_builtins(f) for f in self.faults()],
             "model_calls": [msgspec.to_builtins(m) for m in self.model_calls],
         }
+        if self._index.first:  # a window's trace says where it begins
+            out["first_seq"] = self._index.first
+        return out
 
     def lines(self, *, width: int = 100) -> list[str]:
         """One numbered line per call, as `str(trace)` prints them."""
@@ -432,6 +464,11 @@ class Trace(TraceChecks):
         origin = self._index.origin
         since = f" (offsets from {iso_time(origin)})" if origin else ""
         head = f"Trace: {n} call{'' if n == 1 else 's'}, {failed} failed{since}"
+        if self._index.first:
+            head += (
+                f"\n(the calls from event {self._index.first} on: the world keeps only its "
+                "latest events in memory; its journal has them all)"
+            )
         model = self.model_calls
         if model:
             faults = [f"#{m.k} {m.kind}" for m in model if m.kind is not None]
