@@ -144,3 +144,32 @@ def test_a_served_session_keeps_a_window_and_says_so(tmp_path):
     replayed = faultbench.replay(SHOP, events.read_bytes())
     assert replayed.state_hash() == state["hash"]
     assert len(replayed.events) == held[-1].seq + 1
+
+
+def test_a_session_forked_from_a_window_gets_a_file_that_replays_alone(tmp_path):
+    """With --isolate, a session's world is a fork of the shared one: when the shared world
+    no longer holds its first events, the session's file begins with the shared file's."""
+    path = tmp_path / "events.jsonl"
+    shared = rule_free()
+    journals = Journals(path, shared, keep_events=2)
+    for i in range(30):
+        step(shared, i)
+    shared.reset()  # a LogRewound line in the shared file, copied as it is
+    for i in range(5):
+        step(shared, i)
+    assert shared.events.first > 0
+    session = shared.fork()
+    journals.add_session("s1", session)
+    for i in range(30):
+        step(session, i)
+    assert session.events.first > 0
+    own = journals.session_path("s1").read_bytes()
+    assert faultbench.replay(SHOP, own).state_hash() == session.state_hash()
+    twin = rule_free()
+    for i in range(5):
+        step(twin, i)
+    twin = twin.fork()
+    for i in range(30):
+        step(twin, i)
+    assert encode_events(decode_events(own)) == encode_events(twin.events)
+    journals.close()

@@ -101,7 +101,10 @@ class Journal:
         fsync: bool = False,
         file: BinaryIO | None = None,
         opener: Opener | None = None,
+        parent: Journal | None = None,
     ):
+        """`parent`: the journal of the world `world` was forked from, whose file starts
+        this one when `world`'s log no longer holds its first events (--keep-events)."""
         self.path = Path(path)
         self.world = world
         self.fsync = fsync
@@ -119,11 +122,37 @@ class Journal:
         #: why the last write failed (None: it worked)
         self.failing: str | None = None
         try:
+            if parent is not None and world.events.first:
+                self._start_from(parent)
             self.record(world.events)
         except JournalError:
             self.close()
             raise
         watch_log(world, self.record)
+
+    def _start_from(self, parent: Journal) -> None:
+        """Begin the file with the parent's: the whole lines it holds are the log this
+        world's continues (a fork shares its parent's events), older events included."""
+        assert self._file is not None
+        try:
+            with open(parent.path, "rb") as source:
+                left = parent._size
+                while left:
+                    chunk = source.read(min(left, 1 << 20))
+                    if not chunk:
+                        raise OSError(errno.EIO, f"{parent.path} is shorter than it was written")
+                    left -= len(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        n = self._file.write(view)
+                        if not n:
+                            raise OSError(errno.EIO, "the file took no bytes")
+                        view = view[n:]
+        except OSError as exc:
+            raise JournalError(self.path, exc) from None
+        self._size = parent._size
+        self._written = parent._written
+        self._windows = weakref.WeakSet(parent._windows)
 
     def record(self, now: Sequence[Event]) -> None:
         """Append what `now` (the world's log) holds beyond what the file has. A log that
@@ -294,9 +323,8 @@ class Journals:
         self.fsync = fsync
         self.keep_events = keep_events
         self._opener = opener or _open
-        self._by_world: dict[int, Journal] = {
-            id(world): Journal(self.path, world, fsync=fsync, opener=self._opener)
-        }
+        self._shared = Journal(self.path, world, fsync=fsync, opener=self._opener)
+        self._by_world: dict[int, Journal] = {id(world): self._shared}
         if keep_events is not None:  # once its journal holds every event
             keep_events_of(world, keep_events)
         #: files opened for sessions that have no world yet (it is made on first use)
@@ -344,7 +372,7 @@ class Journals:
         its file cannot be opened or written."""
         path, file = self._reserved.pop(session, (self.session_path(session), None))
         self._by_world[id(world)] = Journal(
-            path, world, fsync=self.fsync, file=file, opener=self._opener
+            path, world, fsync=self.fsync, file=file, opener=self._opener, parent=self._shared
         )
         if self.keep_events is not None:
             keep_events_of(world, self.keep_events)

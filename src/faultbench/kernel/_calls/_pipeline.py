@@ -20,6 +20,7 @@ state. When the call or batch is answered, its draft goes to the world's `Book` 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -395,6 +396,8 @@ def _failed(
     """Log the call's failure and answer it: the one way a call ends in an error."""
     state = d.state
     fault = fault or exc.fault  # charged from inside the tool (`_incall.py`)
+    # An agent repeats its mistakes: the same message over and over, held once in the log
+    message = sys.intern(exc.message)
     d.emit(
         CallFailed(
             seq=state.seq,
@@ -402,7 +405,7 @@ def _failed(
             call_id=call_id,
             tool=tool,
             kind=exc.kind,
-            message=exc.message,
+            message=message,
             traceback=exc.traceback,
         )
     )
@@ -411,8 +414,8 @@ def _failed(
         tool=tool,
         args=_copy(jargs),
         ok=False,
-        text=exc.message,
-        error=exc.message,
+        text=message,
+        error=message,
         error_kind=exc.kind,
         fault=fault,
         k=k,

@@ -9,7 +9,10 @@ A trace is asked for after every call (`world.trace.count("issue_refund")` in an
 the pytest report after each run), so it is built incrementally: the work of reading the log
 lives in a shared, append-only `_Index`, and each `Trace` is an immutable view of its first n
 calls. `Trace.follow(events, previous)` returns the trace of a grown log for the cost of the
-new events only.
+new events only. The index keeps, per finished call, its start and end events (the log's own)
+and builds a call's `CallResult` only when someone reads it: counts and summaries, what an
+agent loop asks after every call, never copy a value, and a long session's trace costs a few
+pointers per call until its calls are read.
 
 The trace of a window (a world that keeps only its latest events, `lowlevel.keep_events`)
 holds the calls that started in the window: `first_seq` says where it begins, and it is
@@ -18,6 +21,7 @@ built anew, from the window alone, once the window moved past it.
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -73,8 +77,10 @@ class _Index:
     """Everything read from one log so far. Only ever appended to, so views stay valid."""
 
     __slots__ = (
+        "built",
         "by_tool",
         "disorder_at",
+        "ends",
         "events",
         "failed",
         "failed_by_tool",
@@ -84,8 +90,8 @@ class _Index:
         "model",
         "open",
         "origin",
-        "results",
-        "start_seqs",
+        "starts",
+        "unusual",
     )
 
     def __init__(self, first: int = 0, origin: datetime | None = None) -> None:
@@ -93,9 +99,13 @@ class _Index:
         self.first = first  # the seq of events[0] (0 unless the log read is a window)
         self.origin = origin
         self.open: dict[str, _Open] = {}
-        self.results: list[CallResult] = []  # in finish (log) order
-        self.marks: list[str] = []  # parallel to results: "" or "!timeout"
-        self.start_seqs: list[int] = []  # parallel to results
+        #: finished calls in finish (log) order: their first and last events (the log's own)
+        self.starts: list[CallStarted] = []
+        self.ends: list[CallSucceeded | CallFailed] = []
+        #: positions of calls marked by a fault, or answered a fault's text (malformed_json)
+        self.unusual: dict[int, tuple[str | None, str | None]] = {}
+        self.built: dict[int, CallResult] = {}  # positions whose result was read
+        self.marks: list[str] = []  # parallel to starts: "" or "!timeout"
         self.disorder_at: int | None = None  # first result that finished before an earlier start
         self.by_tool: dict[str, list[int]] = {}  # tool -> positions in results
         self.failed: list[int] = []
@@ -142,49 +152,76 @@ class _Index:
         start = call.start
         faults = [f for f in call.faults if f not in _QUIET_FAULTS]
         fault = faults[0] if faults else None
+        ok = isinstance(end, CallSucceeded)
         if isinstance(end, CallSucceeded):
-            text = call.texts[-1] if call.texts else render_text(end.value)
-            result = CallResult(
-                call_id=start.call_id,
-                tool=start.tool,
-                args=_copy(start.args),
-                ok=True,
-                text=text,
-                value=_copy(end.value),
-                fault=fault,
-                k=start.k,
-                started_at=start.at,
-                finished_at=end.at,
-            )
+            text = call.texts[-1] if call.texts else None
             mark = "".join("!" + f for f in faults)
         else:
-            result = CallResult(
-                call_id=start.call_id,
-                tool=start.tool,
-                args=_copy(start.args),
-                ok=False,
-                text=end.message,
-                error=end.message,
-                error_kind=end.kind,
-                fault=fault,
-                k=start.k,
-                started_at=start.at,
-                finished_at=end.at,
-                traceback=end.traceback,
-            )
+            text = None
             mark = "".join("!" + f for f in faults) if faults else "!" + end.kind
-        pos = len(self.results)
+        pos = len(self.starts)
         if self.origin is None:
             self.origin = start.at
-        if self.disorder_at is None and self.start_seqs and start.seq < self.start_seqs[-1]:
+        if self.disorder_at is None and self.starts and start.seq < self.starts[-1].seq:
             self.disorder_at = pos
-        self.results.append(result)
-        self.marks.append(mark)
-        self.start_seqs.append(start.seq)
+        self.starts.append(start)
+        self.ends.append(end)
+        if fault is not None or text is not None:
+            self.unusual[pos] = (fault, text)
+        self.marks.append(sys.intern(mark))  # a few kinds, over and over: one string each
         self.by_tool.setdefault(start.tool, []).append(pos)
-        if not result.ok:
+        if not ok:
             self.failed.append(pos)
             self.failed_by_tool.setdefault(start.tool, []).append(pos)
+
+    def start_seq(self, pos: int) -> int:
+        return self.starts[pos].seq
+
+    def result(self, pos: int, *, keep: bool = True) -> CallResult:
+        """The result of the call at `pos`, built on first read and kept (so every trace of
+        this log hands out the same object); `keep=False` for a read that only renders it."""
+        result = self.built.get(pos)
+        if result is None:
+            result = _result(self.starts[pos], self.ends[pos], *self.unusual.get(pos, _USUAL))
+            if keep:
+                self.built[pos] = result
+        return result
+
+
+#: most calls: no fault marks them, and they answered their own text
+_USUAL: tuple[None, None] = (None, None)
+
+
+def _result(
+    start: CallStarted, end: CallSucceeded | CallFailed, fault: str | None, text: str | None
+) -> CallResult:
+    if isinstance(end, CallSucceeded):
+        return CallResult(
+            call_id=start.call_id,
+            tool=start.tool,
+            args=_copy(start.args),
+            ok=True,
+            text=render_text(end.value) if text is None else text,
+            value=_copy(end.value),
+            fault=fault,
+            k=start.k,
+            started_at=start.at,
+            finished_at=end.at,
+        )
+    return CallResult(
+        call_id=start.call_id,
+        tool=start.tool,
+        args=_copy(start.args),
+        ok=False,
+        text=end.message,
+        error=end.message,
+        error_kind=end.kind,
+        fault=fault,
+        k=start.k,
+        started_at=start.at,
+        finished_at=end.at,
+        traceback=end.traceback,
+    )
 
 
 #: what `_Index.feed` does with each event type (the rest it only keeps)
@@ -239,7 +276,7 @@ class Trace(TraceChecks):
 
     def _view(self, index: _Index) -> None:
         self._index = index
-        self._n = len(index.results)
+        self._n = len(index.starts)
         self._n_faults = len(index.fault_events)
         self._n_model = len(index.model)
         self._n_events = len(index.events)
@@ -316,7 +353,7 @@ class Trace(TraceChecks):
             index, n = self._index, self._n
             order = list(range(n))
             if index.disorder_at is not None and index.disorder_at < n:
-                order.sort(key=index.start_seqs.__getitem__)
+                order.sort(key=index.start_seq)
             self._order = order
         return self._order
 
@@ -324,8 +361,8 @@ class Trace(TraceChecks):
     def calls(self) -> list[CallResult]:
         """Every finished call, in start order (a copy: change it freely)."""
         if self._calls is None:
-            results = self._index.results
-            self._calls = [results[i] for i in self._positions()]
+            result = self._index.result
+            self._calls = [result(i) for i in self._positions()]
         return list(self._calls)
 
     def count(self, tool: str | None = None, *, ok: bool | None = None) -> int:
@@ -347,8 +384,8 @@ class Trace(TraceChecks):
         index, n = self._index, self._n
         positions = index.by_tool.get(tool, [])[: _count_below(index.by_tool.get(tool, []), n)]
         if index.disorder_at is not None and index.disorder_at < n:
-            positions = sorted(positions, key=index.start_seqs.__getitem__)
-        return [index.results[i] for i in positions]
+            positions = sorted(positions, key=index.start_seq)
+        return [index.result(i) for i in positions]
 
     def faults(self, tool: str | None = None) -> list[FaultInjected]:
         """The faults injected (into calls to `tool`, if given), in log order."""
@@ -370,7 +407,9 @@ class Trace(TraceChecks):
 
     def failures(self) -> list[CallResult]:
         """The calls that failed, in start order."""
-        return [c for c in self._iter_calls() if not c.ok]
+        index = self._index
+        ends = index.ends
+        return [index.result(i) for i in self._positions() if type(ends[i]) is CallFailed]
 
     def summary(self, sep: str = " → ") -> str:
         """The calls on one line: `get_order → issue_refund!timeout → issue_refund`.
@@ -381,11 +420,12 @@ class Trace(TraceChecks):
         (`!not_found`, `!invalid_arguments`, `!handler_error`...). A plain success is bare.
         """
         index = self._index
-        return sep.join(index.results[i].tool + index.marks[i] for i in self._positions())
+        starts, marks = index.starts, index.marks
+        return sep.join(starts[i].tool + marks[i] for i in self._positions())
 
-    def _iter_calls(self) -> Iterator[CallResult]:
-        results = self._index.results
-        return (results[i] for i in self._positions())
+    def _iter_calls(self, *, keep: bool = True) -> Iterator[CallResult]:
+        result = self._index.result
+        return (result(i, keep=keep) for i in self._positions())
 
     def __len__(self) -> int:
         return self._n
@@ -394,7 +434,7 @@ class Trace(TraceChecks):
         return self._iter_calls()
 
     def __getitem__(self, i: int) -> CallResult:
-        return self._index.results[self._positions()[i]]
+        return self._index.result(self._positions()[i])
 
     def __bool__(self) -> bool:
         return self._n > 0
@@ -427,7 +467,7 @@ class Trace(TraceChecks):
             "count": self._n,
             "failed": self.count(ok=False),
             "summary": self.summary(),
-            "calls": [msgspec.to_builtins(c) for c in self._iter_calls()],
+            "calls": [msgspec.to_builtins(c) for c in self._iter_calls(keep=False)],
             "faults": [msgspec.to_builtins(f) for f in self.faults()],
             "model_calls": [msgspec.to_builtins(m) for m in self.model_calls],
         }
@@ -440,7 +480,7 @@ class Trace(TraceChecks):
         origin = self._index.origin
         out = []
         for no, i in enumerate(self._positions(), 1):
-            c = self._index.results[i]
+            c = self._index.result(i, keep=False)
             offset = (c.started_at - origin).total_seconds() if origin and c.started_at else 0.0
             args = ", ".join(f"{k}={format_value(v)}" for k, v in c.args.items())
             head = f"{no:>3}  +{offset:.3f}s  {c.tool}({_clip(args, width // 2)})"
