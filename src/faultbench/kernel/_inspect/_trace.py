@@ -53,13 +53,18 @@ _QUIET_FAULTS = frozenset({"latency"})
 
 _json = msgspec.json.Encoder()
 #: Results get their own copies of the event's dicts: changing `trace.calls[0].value` must
-#: not rewrite the log (the copy is made once per call, when the index reads it).
+#: not rewrite the log (the copy is made once per call, when its result is first read).
 _copy = msgspec.to_builtins
 
 
 def render_text(value: Any) -> str:
     """The JSON text an agent reads for a successful call answering `value`."""
     return _json.encode(value).decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the log: one shared, append-only index of the calls it holds
+# ---------------------------------------------------------------------------------------------
 
 
 class _Open:
@@ -188,6 +193,11 @@ class _Index:
         return result
 
 
+# ---------------------------------------------------------------------------------------------
+# A call's result, built from its events when someone reads it
+# ---------------------------------------------------------------------------------------------
+
+
 #: most calls: no fault marks them, and they answered their own text
 _USUAL: tuple[None, None] = (None, None)
 
@@ -248,6 +258,11 @@ def _index_for(events: Iterable[Event]) -> _Index:
 
 def _count_below(positions: list[int], n: int) -> int:
     return bisect_left(positions, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# The trace: an immutable view of an index's first n calls
+# ---------------------------------------------------------------------------------------------
 
 
 class Trace(TraceChecks):
