@@ -11,10 +11,19 @@ logged), then `world.trace` built once over them. Two ways, each a fresh world:
 - tracemalloc (`--traced N`, default a tenth of the calls, slower): Python allocations still
   live after the calls, and after the trace, per event; the split between the log's event
   objects and the trace's per-call records.
+- bounded (`--keep K`, default 10,000; `--keep 0` skips it): the same calls, traced, on a
+  world that keeps a window of its latest events (`lowlevel.keep_events(world, K)`, what
+  `serve --keep-events K` does), its trace asked for every 1,000 calls as `GET
+  /faultbench/trace` might: the events it holds, and the live allocations after the first
+  half of the calls and after all of them. A bounded session's second half adds nothing but
+  the window's swing (K to 2K events).
+
+(The shop world has no `update_order`: those calls are answered `unknown_tool`, so half the
+calls are failures with the same message. Kept as it is, so figures stay comparable.)
 
 Run it before and after a change to compare, with the same `--calls`.
 
-    uv run python benchmarks/bench_memory.py [--calls 1000000] [--traced 100000]
+    uv run python benchmarks/bench_memory.py [--calls 1000000] [--traced 100000] [--keep 10000]
 """
 
 from __future__ import annotations
@@ -89,10 +98,37 @@ def by_tracemalloc(calls: int) -> dict[str, float]:
     }
 
 
+def bounded(calls: int, keep: int) -> dict[str, float]:
+    from faultbench.kernel.lowlevel import keep_events
+
+    world = faultbench.load_world(WORLD, faults=False)
+    keep_events(world, keep)
+    gc.collect()
+    tracemalloc.start()
+    start = tracemalloc.get_traced_memory()[0]
+    half = calls // 2
+    marks = []
+    for part in (half, calls - half):
+        for i in range(0, part, 1000):
+            run_calls(world, min(1000, part - i))
+            world.trace.count()
+        gc.collect()
+        marks.append(tracemalloc.get_traced_memory()[0] - start)
+    tracemalloc.stop()
+    events = world.events
+    return {
+        "events": len(events),
+        "held": len(events) - events.first,
+        "half": marks[0],
+        "all": marks[1],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1_000_000)
     parser.add_argument("--traced", type=int, default=None)
+    parser.add_argument("--keep", type=int, default=10_000)
     args = parser.parse_args()
     traced = args.traced if args.traced is not None else max(args.calls // 10, 1)
     print(f"{platform.python_version()}, faultbench {faultbench.__version__}")
@@ -107,6 +143,13 @@ def main() -> None:
         f"tracemalloc, {traced:_} calls ({t['events']:_} events): "
         f"log {t['log']:.0f} B/event, trace {t['trace']:.0f} B/event"
     )
+    if args.keep:
+        b = bounded(traced, args.keep)
+        print(
+            f"bounded (keep_events {args.keep:_}), tracemalloc, {traced:_} calls "
+            f"({b['events']:_} events, {b['held']:_} held): live "
+            f"{b['half'] / 2**20:.1f} MiB after half the calls, {b['all'] / 2**20:.1f} MiB after all"
+        )
 
 
 if __name__ == "__main__":

@@ -127,6 +127,9 @@ LOWLEVEL_NAMES = {
     "ToolCharges",
     # serve --events: the journal is the acknowledgement (a change it cannot write is undone)
     "watch_log",
+    # serve --keep-events: a long session's log held as a window (the journal keeps it all)
+    "keep_events",
+    "Cut",
     # a world file or log a command is pointed at: regular files only, bounded
     "read_bounded",
     # a failing run against the closest passing one, in words (summary, report, `diff`)

@@ -456,3 +456,25 @@ def test_trace_of_concurrent_calls_equals_their_results(tmp_path):
     # in the log the calls interleave; the trace lists each whole call, in start order
     assert sorted(results, key=lambda r: int(r.call_id[1:])) == trace.calls
     assert len({c.started_at for c in trace}) == 1
+
+
+def test_a_result_is_built_once_read_and_later_traces_share_it(world):
+    """Results are built from the log when read (counts and summaries copy nothing), then
+    kept: every later trace of the world hands out the same object, and changing it leaves
+    the log as it was."""
+    world.call("get_order", {"id": "1"})
+    world.call("get_order", {"id": "nope"})
+    first = world.trace
+    assert first.summary() == "get_order → get_order!not_found"
+    call = first.calls[0]
+    call.value["status"] = "changed by the test"
+    world.call("get_order", {"id": "2"})
+    later = world.trace
+    assert later.calls[0] is call is later[0]
+    assert later.to_dict()["calls"][0]["value"]["status"] == "changed by the test"
+    logged = next(e for e in world.events if isinstance(e, CallSucceeded))
+    assert logged.value["status"] != "changed by the test"
+    assert [c.error_kind for c in later.failures()] == ["not_found"]
+    assert later.failures()[0] is later.calls[1]
+    assert str(later).count("get_order(") == 3
+    assert later.to_dict()["count"] == 3

@@ -91,6 +91,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "survive a power loss too (slower: see benchmarks/bench_journal.py)",
     )
     parser.add_argument(
+        "--keep-events",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --events: keep only the latest N to 2N events of each world in memory, so "
+        "a long session's memory stays bounded; the file keeps every event (replay it). "
+        "GET /faultbench/events and /trace then cover that window",
+    )
+    parser.add_argument(
         "--isolate",
         action="store_true",
         help="with --http: give each MCP session its own fork of the world, freed when the "
@@ -159,6 +168,16 @@ def run(args: argparse.Namespace) -> int:
             )
     if args.fsync and not args.events:
         return _usage("--fsync only applies with --events FILE.")
+    if args.keep_events is not None:
+        if not args.events:
+            return _usage(
+                "--keep-events needs --events FILE: the events dropped from memory are kept "
+                "only there."
+            )
+        if args.keep_events < 1:
+            return _usage(
+                f"Expected --keep-events of 1 or more. Instead, received: {args.keep_events}"
+            )
     if args.faults is not None and args.no_faults:
         return _usage("--faults and --no-faults exclude each other.")
     if args.max_sessions is not None and args.max_sessions < 1:
@@ -176,6 +195,11 @@ def run(args: argparse.Namespace) -> int:
     spec = load_or_report(args.world)
     if spec is None:
         return 2
+    if args.keep_events is not None and spec.feeds:
+        return _usage(
+            "--keep-events: this world has an events: feed, which list_events derives from "
+            "the whole log, so it cannot keep only its latest events in memory."
+        )
     world = World.from_spec(spec, seed=args.seed, run=args.run)
     if args.no_faults:
         # No rules rather than a fault-free world, so PUT /faultbench/faults still works.
@@ -211,7 +235,9 @@ def run(args: argparse.Namespace) -> int:
     journal = None
     if args.events:
         try:
-            journal = Journals(args.events, world, fsync=args.fsync).attach(server)
+            journal = Journals(
+                args.events, world, fsync=args.fsync, keep_events=args.keep_events
+            ).attach(server)
         except JournalError as exc:
             if sock is not None:
                 sock.close()

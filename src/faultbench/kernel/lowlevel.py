@@ -43,6 +43,7 @@ from ._spec._types import WORLD_ATTRIBUTES as WORLD_ATTRIBUTES
 from ._store._events import add_log_line as add_log_line
 from ._store._incall import ToolCharges as ToolCharges
 from ._store._incall import running_call as running_call
+from ._store._log import Cut as Cut
 from ._text._keys import id_order as id_order
 from ._text._names import did_you_mean as did_you_mean
 from ._text._names import plural as plural
@@ -50,6 +51,7 @@ from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
+from ._world._watch import keep_events as keep_events
 from ._world._watch import watch_log as watch_log
 from ._world._webhooks import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
 from ._world._webhooks import Delivery as WebhookDelivery
@@ -82,6 +84,7 @@ __all__ = [
     "SURFACE_KINDS",
     "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
+    "Cut",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
@@ -104,6 +107,7 @@ __all__ = [
     "generate_rows",
     "id_order",
     "iso_time",
+    "keep_events",
     "load_spec",
     "operation_args",
     "parse_duration",

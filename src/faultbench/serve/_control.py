@@ -263,7 +263,14 @@ class Control:
                 "Expected ?since= to be an event seq (an integer). Instead, received: "
                 + show_repr(raw, 80),
             ) from None
-        return Response(encode_events(world.events_since(since)), media_type="application/jsonl")
+        events = world.events
+        # a world that keeps a window (--keep-events) says where it begins
+        headers = {"Faultbench-First-Seq": str(events.first)} if events.first else None
+        return Response(
+            encode_events(events[max(since, 0) :]),
+            media_type="application/jsonl",
+            headers=headers,
+        )
 
     async def trace(self, request: Request) -> Response:
         world = self._world(request)

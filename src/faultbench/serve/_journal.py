@@ -24,6 +24,14 @@ loses nothing. Readers (`decode_events`, `faultbench replay`, `faultbench diff`)
 rewinds and see the world's log as it was at the end. If the file is deleted while the
 server runs, the next change writes the whole log to a new file at the same path.
 
+With `--keep-events N`, the world keeps only a window of its latest events in memory
+(`lowlevel.keep_events`); the file still gets every event. A cut of the window is shown to
+the journal as a change that writes nothing, so the journal knows which windows begin with
+what the file holds. A reset, or a restore to a snapshot taken before a cut, rewrites from
+the point the journal can see the logs part (at worst from event 1); a restore to a snapshot
+whose window began where the file no longer agrees (the log went back before that window
+since) is refused with the reason, as is rebuilding a deleted file once events are dropped.
+
 With `--isolate`, each session's world is logged to its own file next to FILE
 (`events.jsonl` -> `events.<session>.jsonl`), opened when the session begins: a session
 whose file cannot be opened is refused then (503), never served without a journal. A
@@ -35,12 +43,14 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from faultbench.kernel import Event, LogRewound, World, encode_events
-from faultbench.kernel.lowlevel import watch_log
+from faultbench.kernel import Event, EventLog, LogRewound, World, encode_events
+from faultbench.kernel.lowlevel import Cut, watch_log
+from faultbench.kernel.lowlevel import keep_events as keep_events_of
 
 
 class _MakesWorlds(Protocol):
@@ -91,7 +101,10 @@ class Journal:
         fsync: bool = False,
         file: BinaryIO | None = None,
         opener: Opener | None = None,
+        parent: Journal | None = None,
     ):
+        """`parent`: the journal of the world `world` was forked from, whose file starts
+        this one when `world`'s log no longer holds its first events (--keep-events)."""
         self.path = Path(path)
         self.world = world
         self.fsync = fsync
@@ -104,14 +117,42 @@ class Journal:
         self._cut = False  # a failed write may have left bytes past `_size`
         #: the log the file holds now (a view that never changes)
         self._written: Sequence[Event] = ()
+        #: windows of the log (`EventLog.window`) whose events before them are the file's
+        self._windows: weakref.WeakSet[Cut] = weakref.WeakSet()
         #: why the last write failed (None: it worked)
         self.failing: str | None = None
         try:
+            if parent is not None and world.events.first:
+                self._start_from(parent)
             self.record(world.events)
         except JournalError:
             self.close()
             raise
         watch_log(world, self.record)
+
+    def _start_from(self, parent: Journal) -> None:
+        """Begin the file with the parent's: the whole lines it holds are the log this
+        world's continues (a fork shares its parent's events), older events included."""
+        assert self._file is not None
+        try:
+            with open(parent.path, "rb") as source:
+                left = parent._size
+                while left:
+                    chunk = source.read(min(left, 1 << 20))
+                    if not chunk:
+                        raise OSError(errno.EIO, f"{parent.path} is shorter than it was written")
+                    left -= len(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        n = self._file.write(view)
+                        if not n:
+                            raise OSError(errno.EIO, "the file took no bytes")
+                        view = view[n:]
+        except OSError as exc:
+            raise JournalError(self.path, exc) from None
+        self._size = parent._size
+        self._written = parent._written
+        self._windows = weakref.WeakSet(parent._windows)
 
     def record(self, now: Sequence[Event]) -> None:
         """Append what `now` (the world's log) holds beyond what the file has. A log that
@@ -145,6 +186,9 @@ class Journal:
             raise error from None
         self._size += len(data)
         self._written = now
+        window = now.window if isinstance(now, EventLog) else None
+        if window is not None:
+            self._windows.add(window)
         if self.failing is not None:
             log.warning("the event journal %s is written again", self.path)
             self.failing = None
@@ -174,12 +218,46 @@ class Journal:
         done = self._written
         keep = len(done)
         out = b""
-        if keep and (len(now) < keep or now[keep - 1] is not done[keep - 1]):
-            keep = _shared_prefix(done, now)
+        if keep and (len(now) < keep or not _same(done, now, keep - 1)):
+            keep = self._rewind_point(done, now)
             out = encode_events([LogRewound(seq=keep, at=self.world.clock.now())])
+            for window in list(self._windows):  # the file no longer agrees before them
+                if window.seq > keep:
+                    self._windows.discard(window)
+        elif keep < _first(now):
+            # an empty or a new file, and the log's first events are gone from memory
+            raise OSError(
+                0,
+                f"the file lacks events before seq {_first(now)}, and this world no longer "
+                "holds them in memory (--keep-events): the journal cannot be rebuilt; "
+                "restart the server",
+            )
         if len(now) > keep:
             out += encode_events(now[keep:])
         return out
+
+    def _rewind_point(self, done: Sequence[Event], now: Sequence[Event]) -> int:
+        """A seq the file's log and `now` agree up to, from which writing `now` again makes
+        them equal: where they part if both logs still hold that point, else a point known
+        to be below it (event 1 for a whole log; the start of `now`'s window if the file
+        agrees with what came before it)."""
+        lo = max(_first(done), _first(now))
+        hi = min(len(done), len(now))
+        if lo < hi and done[lo] is now[lo]:
+            return _shared_prefix(done, now, lo + 1)
+        start = _first(now)
+        if not start:
+            return 1  # event 0 (WorldCreated) is never undone
+        if isinstance(now, EventLog) and now.window in self._windows:
+            return start
+        # Not a failure of the file: a change the journal cannot express. Refused (and so
+        # undone) before anything is written; the file and later changes are fine.
+        raise ValueError(
+            f"Cannot restore this snapshot: its log begins at seq {start} in memory "
+            "(--keep-events dropped the events before it), and the journal's log went back "
+            "before that point since the snapshot was taken, so the journal could not be made "
+            "to hold the snapshot's events. Restore a snapshot taken since, or reset."
+        )
 
     def close(self) -> None:
         watch_log(self.world, None)
@@ -187,11 +265,22 @@ class Journal:
             self._file.close()
 
 
-def _shared_prefix(a: Sequence[Event], b: Sequence[Event]) -> int:
-    """How many first events two logs of one world share. Logs share events by identity
-    (a snapshot's log is a prefix of the log it was taken from), and once two logs part they
-    never share an event again, so the boundary can be found by bisection."""
-    lo, hi = 0, min(len(a), len(b))
+def _first(log: Sequence[Event]) -> int:
+    """The first seq `log` holds (a window's `first`; 0 for a whole log)."""
+    return log.first if isinstance(log, EventLog) else 0
+
+
+def _same(a: Sequence[Event], b: Sequence[Event], i: int) -> bool:
+    """Whether both logs hold event `i`, and the same one."""
+    return i >= _first(a) and i >= _first(b) and a[i] is b[i]
+
+
+def _shared_prefix(a: Sequence[Event], b: Sequence[Event], lo: int = 0) -> int:
+    """How many first events two logs of one world share, given that they share at least
+    `lo`. Logs share events by identity (a snapshot's log is a prefix of the log it was
+    taken from), and once two logs part they never share an event again, so the boundary
+    can be found by bisection."""
+    hi = min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi) // 2
         if a[mid] is b[mid]:
@@ -225,15 +314,19 @@ class Journals:
         *,
         fsync: bool = False,
         opener: Opener | None = None,
+        keep_events: int | None = None,
     ):
         """`opener(path)` opens a journal file for writing, truncated (default: unbuffered
-        `open(path, "wb")`; tests pass one whose files fail on purpose)."""
+        `open(path, "wb")`; tests pass one whose files fail on purpose). `keep_events`: each
+        journaled world keeps only its latest events in memory (`lowlevel.keep_events`)."""
         self.path = Path(path)
         self.fsync = fsync
+        self.keep_events = keep_events
         self._opener = opener or _open
-        self._by_world: dict[int, Journal] = {
-            id(world): Journal(self.path, world, fsync=fsync, opener=self._opener)
-        }
+        self._shared = Journal(self.path, world, fsync=fsync, opener=self._opener)
+        self._by_world: dict[int, Journal] = {id(world): self._shared}
+        if keep_events is not None:  # once its journal holds every event
+            keep_events_of(world, keep_events)
         #: files opened for sessions that have no world yet (it is made on first use)
         self._reserved: dict[str, tuple[Path, BinaryIO]] = {}
         self._refusing = False  # the last session's file could not be opened
@@ -279,8 +372,10 @@ class Journals:
         its file cannot be opened or written."""
         path, file = self._reserved.pop(session, (self.session_path(session), None))
         self._by_world[id(world)] = Journal(
-            path, world, fsync=self.fsync, file=file, opener=self._opener
+            path, world, fsync=self.fsync, file=file, opener=self._opener, parent=self._shared
         )
+        if self.keep_events is not None:
+            keep_events_of(world, self.keep_events)
 
     def journal_of(self, world: World) -> Journal | None:
         return self._by_world.get(id(world))

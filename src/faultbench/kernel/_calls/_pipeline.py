@@ -20,6 +20,7 @@ state. When the call or batch is answered, its draft goes to the world's `Book` 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -124,6 +125,9 @@ class Pipeline:
         """Plan under `settings` from `rules` already parsed (spares parsing them again)."""
         self._plan = FaultPlan(rules, seed=self.seed, run=settings.run, enabled=settings.faults_on)
         self._plan_for = settings
+        reach = _stale_reach(rules)
+        if reach > self.book.reach_s:  # what a window must keep (`Book.reach_s`)
+            self.book.reach_s = reach
         return self._plan
 
     def transaction(self, d: Draft, state: State | None = None) -> Transaction:
@@ -403,6 +407,8 @@ def _failed(
     """Log the call's failure and answer it: the one way a call ends in an error."""
     state = d.state
     fault = fault or exc.fault  # charged from inside the tool (`_incall.py`)
+    # An agent repeats its mistakes: the same message over and over, held once in the log
+    message = sys.intern(exc.message)
     d.emit(
         CallFailed(
             seq=state.seq,
@@ -410,7 +416,7 @@ def _failed(
             call_id=call_id,
             tool=tool,
             kind=exc.kind,
-            message=exc.message,
+            message=message,
             traceback=exc.traceback,
         )
     )
@@ -419,8 +425,8 @@ def _failed(
         tool=tool,
         args=_copy(jargs),
         ok=False,
-        text=exc.message,
-        error=exc.message,
+        text=message,
+        error=message,
         error_kind=exc.kind,
         fault=fault,
         k=k,
@@ -736,11 +742,28 @@ def admitted_since(state: State, tool: str, now: datetime, per_seconds: float) -
     return times
 
 
+def _stale_reach(rules: Mapping[str, Any]) -> float:
+    """How far back in virtual time a stale read under `rules` may look: the largest lag_s
+    of their stale_read errors and scripts (0.0: none)."""
+    reach = 0.0
+    for rule in rules.values():
+        for error in (*rule.errors, *(e for _, e in rule.script)):
+            if error.kind == "stale_read":
+                lag = error.lag_s if error.lag_s is not None else _DEFAULT_LAG
+                reach = max(reach, float(lag))
+    return reach
+
+
+_DEFAULT_LAG = next(o.default for o in kind("stale_read").options if o.name == "lag_s") or 0.0
+
+
 def _genesis_seq(cx: Pipeline) -> int:
     """Events before this seq are the world's genesis (WorldCreated and the seed rows)."""
     if cx.genesis_seq is None:
         # A replayed world: its genesis is the leading run of events written outside any call.
         log = cx.book.log
+        if log.first:  # a window (lowlevel.keep_events): nothing before it can be undone
+            return log.first
         cx.genesis_seq = len(log)
         for ev in log:
             if type(ev) is not WorldCreated and not (

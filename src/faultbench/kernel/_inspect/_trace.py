@@ -9,11 +9,19 @@ A trace is asked for after every call (`world.trace.count("issue_refund")` in an
 the pytest report after each run), so it is built incrementally: the work of reading the log
 lives in a shared, append-only `_Index`, and each `Trace` is an immutable view of its first n
 calls. `Trace.follow(events, previous)` returns the trace of a grown log for the cost of the
-new events only.
+new events only. The index keeps, per finished call, its start and end events (the log's own)
+and builds a call's `CallResult` only when someone reads it: counts and summaries, what an
+agent loop asks after every call, never copy a value, and a long session's trace costs a few
+pointers per call until its calls are read.
+
+The trace of a window (a world that keeps only its latest events, `lowlevel.keep_events`)
+holds the calls that started in the window: `first_seq` says where it begins, and it is
+built anew, from the window alone, once the window moved past it.
 """
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -45,13 +53,18 @@ _QUIET_FAULTS = frozenset({"latency"})
 
 _json = msgspec.json.Encoder()
 #: Results get their own copies of the event's dicts: changing `trace.calls[0].value` must
-#: not rewrite the log (the copy is made once per call, when the index reads it).
+#: not rewrite the log (the copy is made once per call, when its result is first read).
 _copy = msgspec.to_builtins
 
 
 def render_text(value: Any) -> str:
     """The JSON text an agent reads for a successful call answering `value`."""
     return _json.encode(value).decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the log: one shared, append-only index of the calls it holds
+# ---------------------------------------------------------------------------------------------
 
 
 class _Open:
@@ -69,27 +82,35 @@ class _Index:
     """Everything read from one log so far. Only ever appended to, so views stay valid."""
 
     __slots__ = (
+        "built",
         "by_tool",
         "disorder_at",
+        "ends",
         "events",
         "failed",
         "failed_by_tool",
         "fault_events",
+        "first",
         "marks",
         "model",
         "open",
         "origin",
-        "results",
-        "start_seqs",
+        "starts",
+        "unusual",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 0, origin: datetime | None = None) -> None:
         self.events: list[Event] = []
-        self.origin: datetime | None = None
+        self.first = first  # the seq of events[0] (0 unless the log read is a window)
+        self.origin = origin
         self.open: dict[str, _Open] = {}
-        self.results: list[CallResult] = []  # in finish (log) order
-        self.marks: list[str] = []  # parallel to results: "" or "!timeout"
-        self.start_seqs: list[int] = []  # parallel to results
+        #: finished calls in finish (log) order: their first and last events (the log's own)
+        self.starts: list[CallStarted] = []
+        self.ends: list[CallSucceeded | CallFailed] = []
+        #: positions of calls marked by a fault, or answered a fault's text (malformed_json)
+        self.unusual: dict[int, tuple[str | None, str | None]] = {}
+        self.built: dict[int, CallResult] = {}  # positions whose result was read
+        self.marks: list[str] = []  # parallel to starts: "" or "!timeout"
         self.disorder_at: int | None = None  # first result that finished before an earlier start
         self.by_tool: dict[str, list[int]] = {}  # tool -> positions in results
         self.failed: list[int] = []
@@ -136,49 +157,81 @@ class _Index:
         start = call.start
         faults = [f for f in call.faults if f not in _QUIET_FAULTS]
         fault = faults[0] if faults else None
+        ok = isinstance(end, CallSucceeded)
         if isinstance(end, CallSucceeded):
-            text = call.texts[-1] if call.texts else render_text(end.value)
-            result = CallResult(
-                call_id=start.call_id,
-                tool=start.tool,
-                args=_copy(start.args),
-                ok=True,
-                text=text,
-                value=_copy(end.value),
-                fault=fault,
-                k=start.k,
-                started_at=start.at,
-                finished_at=end.at,
-            )
+            text = call.texts[-1] if call.texts else None
             mark = "".join("!" + f for f in faults)
         else:
-            result = CallResult(
-                call_id=start.call_id,
-                tool=start.tool,
-                args=_copy(start.args),
-                ok=False,
-                text=end.message,
-                error=end.message,
-                error_kind=end.kind,
-                fault=fault,
-                k=start.k,
-                started_at=start.at,
-                finished_at=end.at,
-                traceback=end.traceback,
-            )
+            text = None
             mark = "".join("!" + f for f in faults) if faults else "!" + end.kind
-        pos = len(self.results)
+        pos = len(self.starts)
         if self.origin is None:
             self.origin = start.at
-        if self.disorder_at is None and self.start_seqs and start.seq < self.start_seqs[-1]:
+        if self.disorder_at is None and self.starts and start.seq < self.starts[-1].seq:
             self.disorder_at = pos
-        self.results.append(result)
-        self.marks.append(mark)
-        self.start_seqs.append(start.seq)
+        self.starts.append(start)
+        self.ends.append(end)
+        if fault is not None or text is not None:
+            self.unusual[pos] = (fault, text)
+        self.marks.append(sys.intern(mark))  # a few kinds, over and over: one string each
         self.by_tool.setdefault(start.tool, []).append(pos)
-        if not result.ok:
+        if not ok:
             self.failed.append(pos)
             self.failed_by_tool.setdefault(start.tool, []).append(pos)
+
+    def start_seq(self, pos: int) -> int:
+        return self.starts[pos].seq
+
+    def result(self, pos: int, *, keep: bool = True) -> CallResult:
+        """The result of the call at `pos`, built on first read and kept (so every trace of
+        this log hands out the same object); `keep=False` for a read that only renders it."""
+        result = self.built.get(pos)
+        if result is None:
+            result = _result(self.starts[pos], self.ends[pos], *self.unusual.get(pos, _USUAL))
+            if keep:
+                self.built[pos] = result
+        return result
+
+
+# ---------------------------------------------------------------------------------------------
+# A call's result, built from its events when someone reads it
+# ---------------------------------------------------------------------------------------------
+
+
+#: most calls: no fault marks them, and they answered their own text
+_USUAL: tuple[None, None] = (None, None)
+
+
+def _result(
+    start: CallStarted, end: CallSucceeded | CallFailed, fault: str | None, text: str | None
+) -> CallResult:
+    if isinstance(end, CallSucceeded):
+        return CallResult(
+            call_id=start.call_id,
+            tool=start.tool,
+            args=_copy(start.args),
+            ok=True,
+            text=render_text(end.value) if text is None else text,
+            value=_copy(end.value),
+            fault=fault,
+            k=start.k,
+            started_at=start.at,
+            finished_at=end.at,
+        )
+    return CallResult(
+        call_id=start.call_id,
+        tool=start.tool,
+        args=_copy(start.args),
+        ok=False,
+        text=end.message,
+        error=end.message,
+        error_kind=end.kind,
+        fault=fault,
+        k=start.k,
+        started_at=start.at,
+        finished_at=end.at,
+        traceback=end.traceback,
+    )
 
 
 #: what `_Index.feed` does with each event type (the rest it only keeps)
@@ -193,8 +246,23 @@ _ON: dict[type[Event], Callable[[_Index, Any], None]] = {
 }
 
 
+def _index_for(events: Iterable[Event]) -> _Index:
+    """An empty index for reading `events`: a window (`EventLog.first` > 0) begins at its
+    first seq, its offsets still count from the world's creation."""
+    first = getattr(events, "first", 0)
+    if not first:
+        return _Index()
+    origin = getattr(events, "origin", None)
+    return _Index(first, origin.at if origin is not None else None)
+
+
 def _count_below(positions: list[int], n: int) -> int:
     return bisect_left(positions, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# The trace: an immutable view of an index's first n calls
+# ---------------------------------------------------------------------------------------------
 
 
 class Trace(TraceChecks):
@@ -217,13 +285,13 @@ class Trace(TraceChecks):
     __slots__ = ("_calls", "_index", "_n", "_n_events", "_n_faults", "_n_model", "_order")
 
     def __init__(self, events: Iterable[Event] = ()):
-        index = _Index()
+        index = _index_for(events)
         index.feed(events)
         self._view(index)
 
     def _view(self, index: _Index) -> None:
         self._index = index
-        self._n = len(index.results)
+        self._n = len(index.starts)
         self._n_faults = len(index.fault_events)
         self._n_model = len(index.model)
         self._n_events = len(index.events)
@@ -246,7 +314,7 @@ class Trace(TraceChecks):
         index = self._index
         if len(index.events) != self._n_events:
             # Another trace already grew the shared index past this one: start a new index.
-            index = _Index()
+            index = _Index(index.first, index.origin)
             index.feed(self._index.events[: self._n_events])
         index.feed(events)
         return Trace._of(index)
@@ -268,16 +336,29 @@ class Trace(TraceChecks):
         the log it read, else one built anew (see `follow`)."""
         n = self._n_events
         seen = self._index.events
-        if len(events) >= n and (n == 0 or events[n - 1] is seen[n - 1]):
-            if len(events) == n:
+        first = self._index.first
+        end = first + n  # the seq after the last event read
+        if (
+            getattr(events, "first", 0) == first
+            and len(events) >= end
+            and (n == 0 or events[end - 1] is seen[n - 1])
+        ):
+            if len(events) == end:
                 return self
-            return self.extend(events[n:])
+            return self.extend(events[end:])
         return Trace(events)
 
     @property
     def n_events(self) -> int:
         """How many events of the log this trace has read."""
         return self._n_events
+
+    @property
+    def first_seq(self) -> int:
+        """The seq of the first event this trace read: 0, unless its log is a window (a
+        world that keeps only its latest events, `lowlevel.keep_events`); then the trace
+        holds the calls that started from there on."""
+        return self._index.first
 
     # --- queries ----------------------------------------------------------------------------
 
@@ -287,7 +368,7 @@ class Trace(TraceChecks):
             index, n = self._index, self._n
             order = list(range(n))
             if index.disorder_at is not None and index.disorder_at < n:
-                order.sort(key=index.start_seqs.__getitem__)
+                order.sort(key=index.start_seq)
             self._order = order
         return self._order
 
@@ -295,8 +376,8 @@ class Trace(TraceChecks):
     def calls(self) -> list[CallResult]:
         """Every finished call, in start order (a copy: change it freely)."""
         if self._calls is None:
-            results = self._index.results
-            self._calls = [results[i] for i in self._positions()]
+            result = self._index.result
+            self._calls = [result(i) for i in self._positions()]
         return list(self._calls)
 
     def count(self, tool: str | None = None, *, ok: bool | None = None) -> int:
@@ -318,8 +399,8 @@ class Trace(TraceChecks):
         index, n = self._index, self._n
         positions = index.by_tool.get(tool, [])[: _count_below(index.by_tool.get(tool, []), n)]
         if index.disorder_at is not None and index.disorder_at < n:
-            positions = sorted(positions, key=index.start_seqs.__getitem__)
-        return [index.results[i] for i in positions]
+            positions = sorted(positions, key=index.start_seq)
+        return [index.result(i) for i in positions]
 
     def faults(self, tool: str | None = None) -> list[FaultInjected]:
         """The faults injected (into calls to `tool`, if given), in log order."""
@@ -341,7 +422,9 @@ class Trace(TraceChecks):
 
     def failures(self) -> list[CallResult]:
         """The calls that failed, in start order."""
-        return [c for c in self._iter_calls() if not c.ok]
+        index = self._index
+        ends = index.ends
+        return [index.result(i) for i in self._positions() if type(ends[i]) is CallFailed]
 
     def summary(self, sep: str = " → ") -> str:
         """The calls on one line: `get_order → issue_refund!timeout → issue_refund`.
@@ -352,11 +435,12 @@ class Trace(TraceChecks):
         (`!not_found`, `!invalid_arguments`, `!handler_error`...). A plain success is bare.
         """
         index = self._index
-        return sep.join(index.results[i].tool + index.marks[i] for i in self._positions())
+        starts, marks = index.starts, index.marks
+        return sep.join(starts[i].tool + marks[i] for i in self._positions())
 
-    def _iter_calls(self) -> Iterator[CallResult]:
-        results = self._index.results
-        return (results[i] for i in self._positions())
+    def _iter_calls(self, *, keep: bool = True) -> Iterator[CallResult]:
+        result = self._index.result
+        return (result(i, keep=keep) for i in self._positions())
 
     def __len__(self) -> int:
         return self._n
@@ -365,7 +449,7 @@ class Trace(TraceChecks):
         return self._iter_calls()
 
     def __getitem__(self, i: int) -> CallResult:
-        return self._index.results[self._positions()[i]]
+        return self._index.result(self._positions()[i])
 
     def __bool__(self) -> bool:
         return self._n > 0
@@ -394,21 +478,24 @@ class Trace(TraceChecks):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (datetimes as ISO strings), as the HTTP control API serves it."""
-        return {
+        out = {
             "count": self._n,
             "failed": self.count(ok=False),
             "summary": self.summary(),
-            "calls": [msgspec.to_builtins(c) for c in self._iter_calls()],
+            "calls": [msgspec.to_builtins(c) for c in self._iter_calls(keep=False)],
             "faults": [msgspec.to_builtins(f) for f in self.faults()],
             "model_calls": [msgspec.to_builtins(m) for m in self.model_calls],
         }
+        if self._index.first:  # a window's trace says where it begins
+            out["first_seq"] = self._index.first
+        return out
 
     def lines(self, *, width: int = 100) -> list[str]:
         """One numbered line per call, as `str(trace)` prints them."""
         origin = self._index.origin
         out = []
         for no, i in enumerate(self._positions(), 1):
-            c = self._index.results[i]
+            c = self._index.result(i, keep=False)
             offset = (c.started_at - origin).total_seconds() if origin and c.started_at else 0.0
             args = ", ".join(f"{k}={format_value(v)}" for k, v in c.args.items())
             head = f"{no:>3}  +{offset:.3f}s  {c.tool}({_clip(args, width // 2)})"
@@ -432,6 +519,11 @@ class Trace(TraceChecks):
         origin = self._index.origin
         since = f" (offsets from {iso_time(origin)})" if origin else ""
         head = f"Trace: {n} call{'' if n == 1 else 's'}, {failed} failed{since}"
+        if self._index.first:
+            head += (
+                f"\n(the calls from event {self._index.first} on: the world keeps only its "
+                "latest events in memory; its journal has them all)"
+            )
         model = self.model_calls
         if model:
             faults = [f"#{m.k} {m.kind}" for m in model if m.kind is not None]

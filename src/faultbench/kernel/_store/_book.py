@@ -25,6 +25,15 @@ and log go back to what they were: O(1), a new segment on the old view, so no vi
 took changes) and the exception reaches whoever made the change. So a change the watcher
 could not record never happened.
 
+Keeping a window (`keep`, `lowlevel.keep_events`, the serve shell's --keep-events): once the
+log holds more than twice `keep` events, the book cuts it to its last `keep` (`EventLog.cut`,
+O(keep), so O(1) per event), and shows the watcher the cut log as one more change (a journal
+learns the window begins there; if it raises, the cut is undone). The state is untouched: a
+cut drops events from memory, not from the world. A stale read undoes the events of the last
+`reach_s` seconds of virtual time (the largest `lag_s` of the stale_read rules the world has
+run under, set by the call pipeline): a cut never drops those, so every answer is the one a
+world keeping its whole log would give.
+
 Threads: a book has one lock (`Book.lock`, reentrant). Every change holds it (`emit`,
 `commit`, `rewind`), and so does a whole call, from reading the state it decides on to
 committing its draft (`Pipeline.call`), so calls from several threads are serialised: each
@@ -36,8 +45,10 @@ from __future__ import annotations
 
 import functools
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar, cast
 
 from ._events import Event
@@ -45,6 +56,10 @@ from ._incall import running_call
 from ._log import EventLog, Segment
 from ._reducer import apply
 from ._state import State
+
+
+def _at(event: Event) -> datetime:
+    return event.at
 
 
 class Store(Protocol):
@@ -124,7 +139,17 @@ class Draft:
 class Book:
     """The state and the log of one world; the only object that assigns either."""
 
-    __slots__ = ("_depth", "_seg", "_state", "busy", "call_id", "lock", "watcher")
+    __slots__ = (
+        "_depth",
+        "_seg",
+        "_state",
+        "busy",
+        "call_id",
+        "keep",
+        "lock",
+        "reach_s",
+        "watcher",
+    )
 
     def __init__(self, state: State, log: EventLog | None = None, items: list[Event] | None = None):
         self._state = state
@@ -137,6 +162,10 @@ class Book:
         #: called with the new log after each change; raising undoes it (see above)
         self.watcher: Callable[[EventLog], None] | None = None
         self._depth = 0  # open `change()` blocks: the watcher waits for the outermost
+        #: keep only this many latest events in memory (None: all; see above)
+        self.keep: int | None = None
+        #: and every event of the last `reach_s` virtual seconds (stale reads undo them)
+        self.reach_s = 0.0
 
     @property
     def state(self) -> State:
@@ -161,6 +190,8 @@ class Book:
             seg.items.append(event)
             if self.watcher is not None and not self._depth:
                 self._settle(state, EventLog(seg, state.seq))
+            if self.keep is not None and not self._depth:
+                self._trim()
 
     def commit(self, draft: Draft) -> None:
         """Take over `draft`, decided on this book's current state: its events join the log."""
@@ -182,6 +213,8 @@ class Book:
             seg.items.extend(draft.pending)
             if self.watcher is not None and not self._depth:
                 self._settle(state, EventLog(seg, state.seq))
+            if self.keep is not None and not self._depth:
+                self._trim()
 
     def rewind(self, state: State, log: EventLog) -> None:
         """State and log become `state` and `log` (a snapshot's). Anyone holding a view of
@@ -196,6 +229,8 @@ class Book:
             self._seg = log.branch()
             if self.watcher is not None and not self._depth:
                 self._settle(*before)
+            if self.keep is not None and not self._depth:
+                self._trim()
 
     @contextmanager
     def change(self) -> Iterator[None]:
@@ -208,6 +243,8 @@ class Book:
                     yield
                 finally:
                     self._depth -= 1
+                if self.keep is not None and not self._depth:
+                    self._trim()
                 return
             before = (self._state, EventLog(self._seg, self._state.seq))
             self._depth += 1
@@ -217,6 +254,8 @@ class Book:
                 self._depth -= 1
                 if self._state is not before[0]:
                     self._settle(*before)
+            if self.keep is not None:
+                self._trim()
 
     def _settle(self, state: State, log: EventLog) -> None:
         """Show the watcher the log as it is now; if it raises, go back to `state` and
@@ -229,6 +268,26 @@ class Book:
             self._state = state
             self._seg = log.branch()
             raise
+
+    def _trim(self) -> None:
+        """Cut the log to its last `keep` events once it holds more than twice that many."""
+        keep = self.keep
+        assert keep is not None
+        n = self._state.seq
+        log = EventLog(self._seg, n)
+        first = log.first
+        if n - first <= 2 * keep:
+            return
+        cut = n - keep
+        if self.reach_s:  # events are in time order: the first one a stale read may undo
+            horizon = self._state.clock - timedelta(seconds=self.reach_s)
+            cut = min(cut, bisect_right(log, horizon, first, n, key=_at))
+            if cut <= first:
+                return
+        seg = self._seg
+        self._seg = log.cut(cut).branch()
+        if self.watcher is not None:
+            self._settle(self._state, EventLog(seg, n))
 
     # --- handlers ------------------------------------------------------------------------------
 

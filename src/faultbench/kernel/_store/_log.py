@@ -9,6 +9,13 @@ that writes them, a view never changes once taken, so
 - `world.fork()` starts a new segment on top of that view (O(1), nothing copied);
 - `world.restore(snap)` starts a new segment on top of the snapshot's view (O(1)): the old
   events after it stay where they are for anyone still holding a view of them.
+
+A log may also be a window (`EventLog.cut`, what `lowlevel.keep_events` does to a long
+session's log): its chain then starts with a segment whose `start` is the log's `first` seq,
+not 0, and the events before it are gone from memory (a journal holds them). Positions stay
+seqs (`log[i].seq == i`, `len(log)` is the seq of the next event), so code that reads the
+tail of a log works on a window unchanged; reading an event before `first` raises an
+`IndexError` that says so, slices and iteration cover the window only.
 """
 
 from __future__ import annotations
@@ -28,23 +35,45 @@ from ._events import Event
 # segment only as far as `p` and copies with list slices, so it costs O(events after p).
 
 
+class Cut:
+    """Where a window begins: its first seq, and the log's event 0 (`WorldCreated`), which
+    a window keeps however far it moved (a reset needs it). One per `EventLog.cut`, shared
+    by every view built on that window: a journal tells windows apart by it."""
+
+    __slots__ = ("__weakref__", "origin", "seq")
+
+    def __init__(self, seq: int, origin: Event | None):
+        self.seq = seq
+        self.origin = origin
+
+
 class Segment:
-    """Events appended after the first `start` events of `base` (None: from the beginning).
+    """Events appended after the first `start` events of `base` (None: from the beginning,
+    or, with `cut`, from the window's first seq).
 
     `depth` is the number of segments below this one, and `jump` an older segment of the
     same chain chosen so that finding the segment holding any position takes O(log depth)
     steps (the skew-binary jump pointers of Myers' random-access lists)."""
 
-    __slots__ = ("base", "depth", "items", "jump", "start")
+    __slots__ = ("base", "cut", "depth", "items", "jump", "start")
 
-    def __init__(self, base: Segment | None, start: int, items: list[Event] | None = None):
+    def __init__(
+        self,
+        base: Segment | None,
+        start: int,
+        items: list[Event] | None = None,
+        cut: Cut | None = None,
+    ):
         self.base = base
         self.start = start
         self.items: list[Event] = [] if items is None else items
         if base is None:
+            #: the window this chain is, None for a whole log (from event 0)
+            self.cut = cut
             self.depth = 0
             self.jump: Segment = self
         else:
+            self.cut = base.cut
             self.depth = base.depth + 1
             j = base.jump
             if base.depth - j.depth == j.depth - j.jump.depth:
@@ -71,7 +100,41 @@ class EventLog(Sequence[Event]):
         self._n = n
 
     def __len__(self) -> int:
+        """The number of events the world logged: the seq of the next one (a window holds
+        only those from `first` on)."""
         return self._n
+
+    @property
+    def first(self) -> int:
+        """The seq of the first event held in memory: 0, unless this log is a window whose
+        older events were dropped (`lowlevel.keep_events`; the journal holds them)."""
+        cut = self._seg.cut
+        return 0 if cut is None else cut.seq
+
+    @property
+    def window(self) -> Cut | None:
+        """Where this window begins (None for a whole log)."""
+        return self._seg.cut
+
+    @property
+    def origin(self) -> Event | None:
+        """Event 0 (`WorldCreated`), kept by a window too; None for an empty log."""
+        cut = self._seg.cut
+        if cut is not None:
+            return cut.origin
+        return self[0] if self._n else None
+
+    def cut(self, first: int) -> EventLog:
+        """This log as a window from seq `first` on: a new chain of one segment, holding a
+        copy of the events from `first` (the older ones stay only in views taken before)."""
+        n = self._n
+        if not self.first <= first < n:
+            raise ValueError(
+                f"Expected a seq from {self.first} to {n - 1} to cut the log at. "
+                f"Instead, received: {first}"
+            )
+        seg = Segment(None, first, self._range(first, n), Cut(first, self.origin))
+        return EventLog(seg, n)
 
     def branch(self, items: list[Event] | None = None) -> Segment:
         """A new segment continuing this view: the log of a fork, or of a world restored to
@@ -79,6 +142,8 @@ class EventLog(Sequence[Event]):
         n = self._n
         if n == 0:
             return Segment(None, 0, items)
+        if n == self.first:  # an empty window (never made by `cut`, which keeps an event)
+            return Segment(None, n, items, self._seg.cut)
         # The segment holding the last event: a view that adds nothing to its own segment
         # is skipped, which keeps chains short however often a world restores a snapshot.
         return Segment(self._seg.holding(n - 1), n, items)
@@ -98,6 +163,13 @@ class EventLog(Sequence[Event]):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"event index {i} out of range for a log of {n} events")
+        first = self.first
+        if i < first:
+            raise IndexError(
+                f"event {i} is no longer in memory: this log keeps the events from seq "
+                f"{first} on (lowlevel.keep_events, serve --keep-events); the journal file "
+                "(--events) holds every event"
+            )
         seg = self._seg.holding(i)
         return seg.items[i - seg.start]
 
@@ -107,9 +179,11 @@ class EventLog(Sequence[Event]):
         return self._parts(0, self._n)
 
     def _parts(self, start: int, stop: int) -> list[tuple[list[Event], int, int]]:
-        """(items, lo, hi) slices holding positions start..stop-1, oldest first; costs the
-        segments they span, plus O(log depth) to find the newest."""
+        """(items, lo, hi) slices holding positions start..stop-1, oldest first (a window:
+        those from `first` on); costs the segments they span, plus O(log depth) to find the
+        newest."""
         parts: list[tuple[list[Event], int, int]] = []
+        start = max(start, self.first)
         if start >= stop:
             return parts
         seg = self._seg.holding(stop - 1)
@@ -149,7 +223,9 @@ class EventLog(Sequence[Event]):
             seg = seg.base
 
     def __repr__(self) -> str:
-        return f"<EventLog: {self._n} events>"
+        first = self.first
+        held = f", from seq {first} held" if first else ""
+        return f"<EventLog: {self._n} events{held}>"
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, EventLog | list | tuple):

@@ -175,6 +175,13 @@ def replay(
     values of updates and deletions equal to the state's. `ReplayError.seq` is the first
     event that does not fit.
     """
+    first_held = getattr(events, "first", 0)
+    if first_held:
+        raise ReplayError(
+            f"This log holds only the events from seq {first_held} on: its world keeps only "
+            "its latest events in memory (lowlevel.keep_events, serve --keep-events). Replay "
+            "the journal that holds every event (serve --events FILE)."
+        )
     log = _read_events(events)
     if not log:
         raise ReplayError(

@@ -23,3 +23,30 @@ def watch_log(world: World, watcher: Callable[[EventLog], None] | None) -> None:
     of returning a result). `None` stops watching. One watcher per world; a fork starts
     unwatched."""
     world._book.watcher = watcher  # noqa: SLF001  (the kernel reaching its own Book)
+
+
+def keep_events(world: World, n: int | None) -> None:
+    """Bound the memory of a long-lived `world`: keep only its latest events in its in-memory
+    log, between `n` and `2 * n` of them (once it holds more than `2 * n`, it is cut to the
+    last `n`: O(n) every n events). The world itself is untouched (its state, its hash, its
+    next answers); what changes is what `world.events` holds: a window whose `first` is the
+    seq of its oldest event (`len(world.events)` still counts every event, and reading one
+    before `first` raises `IndexError`), and `world.trace` covers the calls of that window.
+    A replay needs the whole log: keep it elsewhere, with a `watch_log` watcher that writes
+    every change (the serve shell's --events journal, which --keep-events requires); each
+    cut is shown to the watcher as a change of its own. A stale read (the `stale_read`
+    fault) reaches back at most to the window's first event. A world with an `events:` feed
+    cannot keep a window (ValueError). `None` keeps every event again (from
+    now on; what was dropped stays dropped). A fork keeps every event unless told too."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"Expected a number of events of 1 or more. Instead, received: {n!r}")
+    if n is not None and world.spec.feeds:
+        raise ValueError(
+            f"The world {world.name!r} has an events: feed, which list_events derives from the "
+            "whole log, so it cannot keep only its latest events in memory."
+        )
+    book = world._book  # noqa: SLF001  (the kernel reaching its own Book)
+    with book.lock:
+        book.keep = n
+        if n is not None:
+            book._trim()  # noqa: SLF001  (the seam's one way in)

@@ -404,11 +404,12 @@ class World:
 
     @property
     def events(self) -> EventLog:
-        """Every event so far, as a read-only sequence (a fixed-length view)."""
+        """Every event so far, as a read-only sequence (a fixed-length view). A world that
+        keeps a window (`lowlevel.keep_events`) holds those from `events.first` on."""
         return self._book.log
 
     def events_since(self, seq: int) -> list[Any]:
-        """Events with `seq >= seq`."""
+        """Events with `seq >= seq` (in a window, those still held: from `events.first`)."""
         return self.events[max(seq, 0) :]
 
     @property
@@ -484,7 +485,7 @@ class World:
         fault rules in force stay in force."""
         genesis = self._genesis
         if genesis is None:  # a replayed world: seed it again, as its first event says
-            first = self.events[0]
+            first = self.events.origin  # kept by a window too (lowlevel.keep_events)
             assert isinstance(first, WorldCreated)
             book = _seeded(self._spec, self._seed, first.run, first.faults)
             genesis = self._genesis = Snapshot(self._spec, book.state, book.log)
