@@ -14,6 +14,13 @@ the reply: 4 tool calls, 5 model turns), on a fresh world each run, so connectin
 framework's MCP client to the in-process server is part of every run. Reported: median and
 p90 wall time per run over N runs after warm-up.
 
+In-process, Pydantic AI and the Agents SDK run each way they can reach a `WorldServer`
+(issue 24): `transport="mcp"` (an MCP session per run) and `transport="direct"` (the
+default: the server's handler, no session), in alternating batches of 10 runs, each run in
+its own event loop as a pytest run is; reported per transport are the median wall time and
+the median CPU time (`time.process_time`) per run, and the ratio of the CPU medians, which
+a loaded machine moves least.
+
     uv run python benchmarks/bench_agents.py [N]
 """
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import statistics
 import sys
 import time
@@ -61,6 +69,45 @@ async def bench(framework: str, n: int) -> list[float]:
 
 
 FRAMEWORKS = ("pydantic_ai", "openai_agents", "langgraph", "smolagents")
+#: the frameworks whose run_agent takes `transport=` for a WorldServer
+TRANSPORTS = ("pydantic_ai", "openai_agents")
+
+
+def one_run(module, transport: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one run in a fresh event loop (as a pytest run has)."""
+    world = fresh_world()
+    wall, cpu = time.perf_counter(), time.process_time()
+    run = asyncio.run(
+        module.run_agent(
+            module.scripted_model(agents.careful),
+            agents.PROMPT,
+            mcp=build_server(world),
+            transport=transport,
+        )
+    )
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if not run.ok or run.trace.count() != 4:
+        raise SystemExit(f"unexpected run: {run}")
+    return wall, cpu
+
+
+def compare_transports(framework: str, n: int) -> None:
+    module = importlib.import_module(f"faultbench.integrations.{framework}")
+    got: dict[str, list[tuple[float, float]]] = {"mcp": [], "direct": []}
+    for transport in got:  # warm-up
+        for _ in range(3):
+            one_run(module, transport)
+    while len(got["direct"]) < n:
+        for transport, runs in got.items():
+            runs.extend(one_run(module, transport) for _ in range(10))
+    medians = {
+        t: (statistics.median(w for w, _ in r) * 1000, statistics.median(c for _, c in r) * 1000)
+        for t, r in got.items()
+    }
+    for t, (wall, cpu) in medians.items():
+        print(f"  {framework:14} transport={t:6} median {wall:6.1f} ms wall, {cpu:6.1f} ms CPU")
+    ratio = medians["mcp"][1] / medians["direct"][1]
+    print(f"  {framework:14} CPU per run, mcp / direct: {ratio:.2f}x")
 
 
 def installed(framework: str) -> bool:
@@ -79,6 +126,9 @@ def main() -> None:
         median = statistics.median(times) * 1000
         p90 = times[int(len(times) * 0.9) - 1] * 1000
         print(f"{framework:14} {n} runs: median {median:6.1f} ms, p90 {p90:6.1f} ms per run")
+    print(f"transports, {n} runs each (load average {os.getloadavg()[0]:.1f}):")
+    for framework in [f for f in TRANSPORTS if installed(f)]:
+        compare_transports(framework, n)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,29 @@ Rounds alternate the commands and the best round of each counts, so other proces
 shared machine do not decide the result. Targets (issue 9): the 20 runs in < 1 s of pytest
 time, and the suite process at most 0.5 s more than the baseline.
 
-    uv run python benchmarks/bench_suite.py [--rounds 5]
+`--agents N` (issue 24) adds the shop suites: one test, `@pytest.mark.runs(N)`, the shop
+example's careful agent (examples/shop/agents.py) under Pydantic AI and under the Agents SDK
+with their scripted models, `run_agent(..., mcp=mcp_server)` (the in-process path the
+integrations pick by default), the world file's own faults on (`@pytest.mark.faults`), early
+stop off, each without xdist and with `-n 2`. Per suite: the **median** over rounds of the
+pytest time, and of the process's CPU time (user + system, children included); the ratio of
+the medians without and with `-n 2` is the xdist speed-up. The load average is printed
+before every round: on a loaded machine, read the CPU times and the ratios, not the wall.
+Targets (issue 24): 1,000 runs under 10 s of pytest time on 2 cores, 20 runs under 0.3 s,
+`-n 2` at least 1.7x.
+
+    uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +70,29 @@ addopts = -p no:cacheprovider
 """
 
 
+AGENT_SUITE = """
+import sys
+import pytest
+
+sys.path.insert(0, {root!r})
+from examples.shop import agents
+from faultbench.integrations.{framework} import run_agent, scripted_model
+
+
+@pytest.mark.world("shop.yaml")
+@pytest.mark.faults
+@pytest.mark.runs({runs})
+@pytest.mark.min_pass_rate(0.5)
+async def test_careful(world, mcp_server):
+    run = await run_agent(
+        scripted_model(agents.careful), agents.PROMPT, mcp=mcp_server,
+        system_prompt=agents.SYSTEM_PROMPT,
+    )
+    assert run.ok, run.error
+    assert [r.amount for r in world.refunds.where(order_id=agents.ORDER)] == [agents.AMOUNT]
+"""
+
+
 def timed(args: list[str], cwd: Path) -> tuple[float, str]:
     start = time.perf_counter()
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
@@ -65,10 +102,78 @@ def timed(args: list[str], cwd: Path) -> tuple[float, str]:
     return wall, done.stdout
 
 
+def cpu_timed(args: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall time, CPU time (user + system of the process and its children) and stdout."""
+    before = os.times()
+    wall, out = timed(args, cwd)
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return wall, cpu, out
+
+
+def pytest_seconds(out: str) -> tuple[float, str]:
+    last = out.strip().splitlines()[-1]
+    found = re.search(r" in ([\d.]+)s", last)
+    assert found, out
+    return float(found.group(1)), re.sub(r" in [\d.]+s.*", "", last).strip("= ")
+
+
+def agent_suites(runs: int, rounds: int) -> None:
+    """The shop suites of `--agents`: median pytest time and CPU per framework and -n."""
+    py = sys.executable
+    frameworks = [
+        f
+        for f in ("pydantic_ai", "openai_agents")
+        if importlib.util.find_spec(f.replace("openai_agents", "agents")) is not None
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
+        shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
+        (d / "pytest.ini").write_text(INI)
+        commands: dict[str, list[str]] = {}
+        for framework in frameworks:
+            name = f"test_{framework}.py"
+            (d / name).write_text(
+                AGENT_SUITE.format(root=str(ROOT), framework=framework, runs=runs)
+            )
+            base = [py, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio"]
+            commands[f"{framework}, 1 process"] = base
+            commands[f"{framework}, -n 2"] = [*base, "-n", "2"]
+        seen: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        outcome: dict[str, str] = {}
+        for r in range(rounds):
+            print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
+            for name, args in commands.items():
+                _wall, cpu, out = cpu_timed(args, d)
+                seconds, outcome[name] = pytest_seconds(out)
+                seen[name].append((seconds, cpu))
+    print(f"{runs} runs per suite, median of {rounds} rounds (faults on, early stop off)")
+    for name, got in seen.items():
+        pytest_time = statistics.median(t for t, _ in got)
+        cpu = statistics.median(c for _, c in got)
+        print(
+            f"  {name:28} pytest time {pytest_time:7.2f} s   process CPU {cpu:7.2f} s"
+            f"   ({outcome[name]})"
+        )
+    for framework in frameworks:
+        one = statistics.median(t for t, _ in seen[f"{framework}, 1 process"])
+        two = statistics.median(t for t, _ in seen[f"{framework}, -n 2"])
+        print(f"  {framework}: -n 2 speed-up {one / two:.2f}x (target >= 1.7x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--agents", type=int, metavar="N", default=None)
+    parser.add_argument("--only-agents", action="store_true")
     opts = parser.parse_args()
+    if opts.agents is not None:
+        agent_suites(opts.agents, opts.rounds)
+        if opts.only_agents:
+            return
 
     py = sys.executable
     pytest = [py, "-m", "pytest", "-q"]

@@ -8,6 +8,7 @@ from agents.exceptions import MaxTurnsExceeded
 
 from faultbench.integrations import Reply, ToolCall
 from faultbench.integrations.openai_agents import (
+    WorldDirectServer,
     WorldMCPServer,
     mcp_server,
     run_agent,
@@ -52,10 +53,13 @@ async def test_system_prompt_becomes_the_agents_instructions(shop):
     assert {t.name for t in model.first_call.tools} >= {"issue_refund", "cancel_order"}
 
 
-async def test_mcp_server_plugs_the_world_into_your_own_agent(shop):
+@pytest.mark.parametrize("transport", ["direct", "mcp"])
+async def test_mcp_server_plugs_the_world_into_your_own_agent(shop, transport):
     placed = shop.orders.pick(status="placed")
-    server = mcp_server(build_server(shop))
+    server = mcp_server(build_server(shop), transport=transport)
     assert isinstance(server, WorldMCPServer)
+    # the default skips the MCP session (tests/integrations/test_direct.py)
+    assert isinstance(server, WorldDirectServer) == (transport == "direct")
     async with server:
         agent = Agent(name="a", model=scripted_model(cancel_first_placed), mcp_servers=[server])
         result = await Runner.run(agent, "Cancel an order.")

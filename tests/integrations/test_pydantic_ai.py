@@ -5,9 +5,16 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.mcp import MCPToolset
 
 from faultbench.integrations import Reply, ToolCall
-from faultbench.integrations.pydantic_ai import WorldTransport, run_agent, scripted_model, toolset
+from faultbench.integrations.pydantic_ai import (
+    WorldToolset,
+    WorldTransport,
+    run_agent,
+    scripted_model,
+    toolset,
+)
 from faultbench.serve import build_server
 
 from .conftest import FailsThenFinds, cancel_first_placed
@@ -67,9 +74,13 @@ async def test_system_prompt_and_agent_kwargs_reach_the_agent(shop):
     assert prompts == ["You are careful."]
 
 
-async def test_toolset_plugs_the_world_into_your_own_agent(shop):
+@pytest.mark.parametrize("transport", ["direct", "mcp"])
+async def test_toolset_plugs_the_world_into_your_own_agent(shop, transport):
     placed = shop.orders.pick(status="placed")
-    agent = Agent(scripted_model(cancel_first_placed), toolsets=[toolset(build_server(shop))])
+    tools = toolset(build_server(shop), transport=transport)
+    # the default skips the MCP session (tests/integrations/test_direct.py)
+    assert isinstance(tools, WorldToolset if transport == "direct" else MCPToolset)
+    agent = Agent(scripted_model(cancel_first_placed), toolsets=[tools])
     result = await agent.run("Cancel an order.")
     assert result.output == f"cancelled order {placed.id}: cancelled"
     assert shop.orders.get(placed.id).status == "cancelled"

@@ -19,12 +19,22 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from faultbench.kernel import Trace, World, WorldCreated, current_world, decode_events, replay
 from faultbench.serve import WorldServer
 
-__all__ = ["AgentRun", "Http", "InProcess", "Stdio", "Target", "missing_extra", "target"]
+__all__ = [
+    "AgentRun",
+    "Http",
+    "InProcess",
+    "Stdio",
+    "Target",
+    "Transport",
+    "check_transport",
+    "missing_extra",
+    "target",
+]
 
 #: seconds a stdio server may take to start and answer `initialize`. Both frameworks wait 5 s
 #: by default, and a Python server (interpreter, mcp, the world file) can take longer on a
@@ -89,6 +99,22 @@ class Stdio:
 
 
 Target = InProcess | Http | Stdio
+
+#: how a framework reaches a `WorldServer` in this process: "direct" calls the server's tool
+#: handler (no MCP session; what the agent sees is the same), "mcp" opens an MCP session on it
+Transport = Literal["direct", "mcp"]
+
+
+def check_transport(transport: str) -> Transport:
+    if transport == "direct":
+        return "direct"
+    if transport == "mcp":
+        return "mcp"
+    raise ValueError(
+        f'Expected transport="direct" (the default: a WorldServer in this process called '
+        f'without an MCP session) or transport="mcp" (an MCP session on it). Instead, '
+        f"received: {transport!r}"
+    )
 
 
 def target(mcp: WorldServer | str | Sequence[str]) -> Target:

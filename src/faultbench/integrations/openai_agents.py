@@ -41,6 +41,8 @@ from ._run import (
     Http,
     InProcess,
     Target,
+    Transport,
+    check_transport,
     missing_extra,
     observe,
     target,
@@ -64,11 +66,12 @@ except ImportError as error:  # pragma: no cover - exercised in a fresh interpre
 
 from faultbench.kernel import World
 from faultbench.kernel.lowlevel import ModelFault
-from faultbench.serve import WorldServer, connect_in_process
+from faultbench.serve import IN_PROCESS_PROTOCOL, WorldServer, call_result, connect_in_process
 
 __all__ = [
     "MAX_TURNS",
     "FaultyModel",
+    "WorldDirectServer",
     "WorldMCPServer",
     "mcp_server",
     "run_agent",
@@ -141,8 +144,41 @@ class WorldMCPServer(MCPServer):
         raise LookupError(f"MCP server {self.name} has no prompts; asked for {name!r}")
 
 
-def _server_for(where: Target) -> MCPServer:
+class WorldDirectServer(WorldMCPServer):
+    """A `WorldServer` in this process for the Agents SDK, called without an MCP session.
+
+    `list_tools` and `call_tool` answer the SDK's own `Tool` and `CallToolResult` models, as
+    `WorldMCPServer`'s in-process client does (at the protocol version it speaks, with the
+    server's identity stamped in `_meta` as the SDK's server runner stamps it), from the
+    server's own handler (`WorldServer.call_direct`); only the session is skipped.
+    `tests/integrations/test_direct.py` compares both paths. Used like the other servers
+    (`async with`, or `connect()` / `cleanup()`), though connecting opens nothing.
+    """
+
+    async def connect(self) -> None:
+        self._client = self.server
+
+    async def cleanup(self) -> None:
+        self._client = None
+
+    async def list_tools(self, run_context: Any = None, agent: Any = None) -> list[mcp_types.Tool]:
+        self._connected()
+        return cast(list[mcp_types.Tool], self.server.tool_list())
+
+    async def call_tool(
+        self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
+    ) -> mcp_types.CallToolResult:
+        self._connected()
+        out = await self.server.call_direct(
+            tool_name, arguments or {}, protocol_version=IN_PROCESS_PROTOCOL
+        )
+        return cast(mcp_types.CallToolResult, call_result(out))
+
+
+def _server_for(where: Target, transport: Transport = "direct") -> MCPServer:
     if isinstance(where, InProcess):
+        if check_transport(transport) == "direct":
+            return WorldDirectServer(where.server)
         return WorldMCPServer(where.server)
     # The tool list is cached for speed, and the cache dropped when the server says the list
     # changed (a tool-surface fault): the SDK itself never reads that notification.
@@ -179,11 +215,14 @@ def _notification_method(message: Any) -> str | None:
     return method if isinstance(method, str) else None
 
 
-def mcp_server(mcp: WorldServer | str | Sequence[str]) -> MCPServer:
-    """An Agents SDK MCP server for the world: `WorldMCPServer` in-process,
-    `MCPServerStreamableHttp` for a URL, `MCPServerStdio` for a command (a new subprocess per
-    connection, stopped by `cleanup()`). Connect it before the run, clean it up after."""
-    return _server_for(target(mcp))
+def mcp_server(
+    mcp: WorldServer | str | Sequence[str], *, transport: Transport = "direct"
+) -> MCPServer:
+    """An Agents SDK MCP server for the world: in-process `WorldDirectServer` (no MCP
+    session; `WorldMCPServer`, over one, with `transport="mcp"`), `MCPServerStreamableHttp`
+    for a URL, `MCPServerStdio` for a command (a new subprocess per connection, stopped by
+    `cleanup()`). Connect it before the run, clean it up after."""
+    return _server_for(target(mcp), transport)
 
 
 @contextlib.asynccontextmanager
@@ -204,9 +243,13 @@ async def run_agent(
     max_turns: int = MAX_TURNS,
     tracing: bool = False,
     model_faults_world: World | None = None,
+    transport: Transport = "direct",
     **agent_kwargs: Any,
 ) -> AgentRun:
     """Run an Agents SDK agent once with the world's tools; return its result and the trace.
+
+    A `WorldServer` is called directly (`WorldDirectServer`: no MCP session, what the agent
+    sees is the same) unless `transport="mcp"`; a URL or a command is an MCP server.
 
     `model` is anything `Agent` accepts ("gpt-5-mini", a `ScriptedModel`...); `agent_kwargs`
     go to `Agent` (`name=` defaults to "agent"). A run that ends in `MaxTurnsExceeded` or
@@ -217,7 +260,10 @@ async def run_agent(
     as `model_faults_world=`).
     """
     agent_kwargs.setdefault("name", "agent")
-    async with observe(target(mcp)) as seen, _connected(_server_for(seen.target)) as server:
+    async with (
+        observe(target(mcp)) as seen,
+        _connected(_server_for(seen.target, transport)) as server,
+    ):
         world = model_world(seen.target, model_faults_world)
         if world is not None and not isinstance(model, FaultyModel):
             model = FaultyModel(model, world)

@@ -39,6 +39,8 @@ from ._run import (
     Http,
     InProcess,
     Target,
+    Transport,
+    check_transport,
     missing_extra,
     observe,
     target,
@@ -55,6 +57,7 @@ try:
         ModelAPIError,
         ModelHTTPError,
         ModelRateLimitError,
+        ModelRetry,
         ModelServerError,
         ModelTimeoutError,
         ModelUnavailableError,
@@ -73,15 +76,27 @@ try:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.models.wrapper import WrapperModel
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.tools import RunContext, ToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema, from_json
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("pydantic-ai", error) from error
 
 
+import msgspec.json as msgspec_json
+
 from faultbench.kernel import World
 from faultbench.kernel.lowlevel import ModelFault
-from faultbench.serve import WorldServer
+from faultbench.serve import WorldServer, to_wire
 
-__all__ = ["FaultyModel", "WorldTransport", "run_agent", "scripted_model", "toolset"]
+__all__ = [
+    "FaultyModel",
+    "WorldToolset",
+    "WorldTransport",
+    "run_agent",
+    "scripted_model",
+    "toolset",
+]
 
 
 class WorldTransport(ClientTransport):
@@ -124,8 +139,12 @@ class WorldTransport(ClientTransport):
         return f"<WorldTransport(world={self.server.world.name!r})>"
 
 
-def _toolset_for(where: Target, **kwargs: Any) -> MCPToolset[Any]:
+def _toolset_for(
+    where: Target, transport: Transport = "direct", **kwargs: Any
+) -> AbstractToolset[Any]:
     if isinstance(where, InProcess):
+        if check_transport(transport) == "direct":
+            return WorldToolset(where.server, **kwargs)
         return MCPToolset(WorldTransport(where.server), **kwargs)
     if isinstance(where, Http):
         return MCPToolset(where.url, **kwargs)
@@ -134,14 +153,19 @@ def _toolset_for(where: Target, **kwargs: Any) -> MCPToolset[Any]:
     return MCPToolset(StdioTransport(command, args, keep_alive=False), **kwargs)
 
 
-def toolset(mcp: WorldServer | str | Sequence[str], **kwargs: Any) -> MCPToolset[Any]:
-    """An `MCPToolset` whose tools are the world's: pass it to your own `Agent(toolsets=[...])`.
+def toolset(
+    mcp: WorldServer | str | Sequence[str], *, transport: Transport = "direct", **kwargs: Any
+) -> AbstractToolset[Any]:
+    """A toolset whose tools are the world's: pass it to your own `Agent(toolsets=[...])`.
 
     `mcp`: a `WorldServer` (in-process), an http(s) URL, or a stdio command; a stdio server is
     started for each connection and stopped after it (`keep_alive=False`), so no state leaks
-    from one run into the next. `kwargs` go to `MCPToolset` (`max_retries=`, ...).
+    from one run into the next. A `WorldServer` gives a `WorldToolset` (the direct path, no
+    MCP session) unless `transport="mcp"`, which gives an `MCPToolset` over an in-process MCP
+    session; a URL or a command always gives an `MCPToolset`. `kwargs` go to the toolset
+    (`max_retries=`, ...).
     """
-    return _toolset_for(target(mcp), **kwargs)
+    return _toolset_for(target(mcp), transport, **kwargs)
 
 
 async def run_agent(
@@ -151,9 +175,13 @@ async def run_agent(
     mcp: WorldServer | str | Sequence[str],
     system_prompt: str | None = None,
     model_faults_world: World | None = None,
+    transport: Transport = "direct",
     **agent_kwargs: Any,
 ) -> AgentRun:
     """Run a Pydantic AI agent once with the world's tools; return its result and the trace.
+
+    A `WorldServer` is called directly (`WorldToolset`: no MCP session, what the agent sees
+    is the same) unless `transport="mcp"`; a URL or a command is an MCP server.
 
     When the world's fault rules have a `model:` key, the model is wrapped in `FaultyModel`
     so that its calls meet the world's model faults (an in-process world; for a stdio or HTTP
@@ -172,7 +200,7 @@ async def run_agent(
         agent: Agent[Any, Any] = Agent(
             model,
             system_prompt=system_prompt or (),
-            toolsets=[_toolset_for(seen.target)],
+            toolsets=[_toolset_for(seen.target, transport)],
             **agent_kwargs,
         )
         try:
@@ -183,6 +211,102 @@ async def run_agent(
         else:
             failed = None
     return seen.finish(result, None if result is None else result.output, failed)
+
+
+# --- the direct in-process path ---------------------------------------------------------------
+
+#: what `MCPToolset` validates a tool's arguments with: a JSON object, the server checks it
+_ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()))
+
+
+class WorldToolset(AbstractToolset[Any]):
+    """The tools of a `WorldServer` in this process, called without an MCP session.
+
+    The agent sees what an `MCPToolset` over an in-process session shows it: the same tool
+    definitions (name, description, schema, MCP annotations in `metadata`), the same values
+    (a result's structured content, `{"result": ...}` unwrapped, else its text, parsed when it
+    is JSON), and a tool error as the same `ModelRetry` text. `tests/integrations/
+    test_direct.py` compares both paths message by message and event log by event log.
+    Calls go through the server's own handler (`WorldServer.call_direct`): faults, tokens,
+    error texts and after-call hooks are the server's. What is skipped is the session:
+    memory streams, JSON-RPC framing and model validation of every message.
+    """
+
+    def __init__(self, server: WorldServer, *, max_retries: int | None = None):
+        self.server = server
+        self.max_retries = max_retries
+        self._tools: list[tuple[str, ToolDefinition]] | None = None
+
+    @property
+    def id(self) -> str | None:
+        return None
+
+    @property
+    def label(self) -> str:
+        return f"WorldToolset({self.server.world.name!r})"
+
+    def _definitions(self) -> list[tuple[str, ToolDefinition]]:
+        # A world's tools are fixed for its life; MCPToolset caches the list the same way.
+        if self._tools is None:
+            self._tools = [(tool.name, _definition(tool)) for tool in self.server.tool_list()]
+        return self._tools
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        retries = self.max_retries if self.max_retries is not None else ctx.max_retries
+        return {
+            name: ToolsetTool(
+                toolset=self, tool_def=definition, max_retries=retries, args_validator=_ARGS
+            )
+            for name, definition in self._definitions()
+        }
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        out = await self.server.call_direct(name, tool_args)
+        if out.get("isError"):
+            text = ToolReturnPart(tool_name=name, content=_value(out))
+            raise ModelRetry(text.model_response_str(wrap_if_error=False) or _no_text(name))
+        return _value(out)
+
+
+def _definition(tool: Any) -> ToolDefinition:
+    """A tool as `MCPToolset.get_tools` defines it from the SDK's `Tool`."""
+    wire = to_wire(tool)
+    annotations = tool.annotations.model_dump(by_alias=True) if tool.annotations else None
+    return ToolDefinition(
+        name=wire["name"],
+        description=wire.get("description"),
+        parameters_json_schema=wire["inputSchema"],
+        metadata={"meta": None, "annotations": annotations, "task": False},
+    )
+
+
+def _value(out: dict[str, Any]) -> Any:
+    """What the model gets of a result: structured content if every part is text (always,
+    here), with a lone `result` key unwrapped; else each text part, parsed if it is JSON. A
+    copy through JSON, as a session gives: the agent never holds the world's own objects."""
+    structured = out.get("structuredContent")
+    if structured is not None:
+        structured = from_json(msgspec_json.encode(structured))
+        if isinstance(structured, dict) and len(structured) == 1 and "result" in structured:
+            return structured["result"]
+        return structured
+    texts = [_text(part["text"]) for part in out["content"]]
+    return texts[0] if len(texts) == 1 else texts
+
+
+def _text(text: str) -> Any:
+    if text.startswith(("[", "{")):
+        try:
+            return from_json(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _no_text(name: str) -> str:
+    return f"Tool {name!r} returned an error"
 
 
 # --- model faults ---------------------------------------------------------------------------
@@ -316,7 +440,9 @@ def scripted_model(policy: Policy) -> FunctionModel:
     """A `FunctionModel` that plays `policy`: one tool call or the final reply per turn."""
     ids = itertools.count(1)
 
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    # async: FunctionModel runs a plain function in a worker thread, and a thread pool per
+    # event loop (one per test run) costs more than the agent's own steps
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         step = policy(_history(messages))
         if isinstance(step, Reply):
             return ModelResponse(parts=[TextPart(step.text)])

@@ -7,7 +7,9 @@ the loopback socket, the per-session event journals and the MCP form of a tool.
 `MCP_VERSION` is the installed MCP SDK's (1.x or 2.x, both served: `_sdk.py`);
 `connect_in_process` opens that SDK's own client on a server in this process, `connect_client`
 on one elsewhere (a stdio command or an HTTP URL: `faultbench import mcp`); `to_wire` gives
-an SDK model in wire form.
+an SDK model in wire form. `WorldServer.call_direct` answers a call in this process without a
+session (the integrations' direct path); `call_result` makes the SDK's `CallToolResult` of
+its answer as the SDK's in-process client (which speaks `IN_PROCESS_PROTOCOL`) would.
 """
 
 from ._http import ListenError as ListenError
@@ -17,7 +19,9 @@ from ._http import listen_socket as listen_socket
 from ._http import serve_http as serve_http
 from ._journal import JournalError as JournalError
 from ._journal import Journals as Journals
+from ._sdk import IN_PROCESS_PROTOCOL as IN_PROCESS_PROTOCOL
 from ._sdk import MCP_VERSION as MCP_VERSION
+from ._sdk import call_result as call_result
 from ._sdk import connect as connect_client
 from ._sdk import connect_in_process as connect_in_process
 from ._sdk import dump as to_wire
@@ -29,6 +33,7 @@ from ._stdio import serve_stdio as serve_stdio
 from ._thread import serve_in_thread as serve_in_thread
 
 __all__ = [
+    "IN_PROCESS_PROTOCOL",
     "MCP_VERSION",
     "JournalError",
     "Journals",
@@ -37,6 +42,7 @@ __all__ = [
     "WorldServer",
     "build_app",
     "build_server",
+    "call_result",
     "connect_client",
     "connect_in_process",
     "is_loopback",

@@ -125,6 +125,33 @@ def list_tools_result(tools: list[Any]) -> Any:
     return types.ListToolsResult(tools=tools)
 
 
+# --- calls without a session (the integrations' direct in-process path) ---------------------
+
+#: the protocol version the SDK's own in-process client speaks (`connect_in_process`): 2.x
+#: dispatches at the modern version, 1.x does the handshake (None: a handshake-era version)
+IN_PROCESS_PROTOCOL: str | None = (
+    max(MODERN_PROTOCOL_VERSIONS) if MODERN_PROTOCOL_VERSIONS else None
+)
+
+
+def stamp_server_info(server: Any, result: dict[str, Any], protocol_version: str | None) -> None:
+    """What the 2.x server runner adds to a result at a modern protocol version: the server's
+    identity in `_meta` (`mcp_types.SERVER_INFO_META_KEY`, `Server.server_info_stamp`)."""
+    if protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return
+    meta = result.get("_meta")
+    if meta is None or (isinstance(meta, dict) and meta.get(types.SERVER_INFO_META_KEY) is None):
+        result["_meta"] = {**(meta or {}), types.SERVER_INFO_META_KEY: server.server_info_stamp}
+
+
+def call_result(wire: Mapping[str, Any]) -> Any:
+    """The SDK's `CallToolResult` from its wire form (1.x knows no `resultType`)."""
+    out = dict(wire)
+    if MCP_MAJOR < 2:
+        out.pop("resultType", None)
+    return types.CallToolResult.model_validate(out)
+
+
 # --- the server's handlers ------------------------------------------------------------------
 
 

@@ -282,6 +282,32 @@ class WorldServer(Server):
             world = self.world  # the tools every new session starts with
         return _sdk.list_tools_result(self.tool_list(world))
 
+    # --- calls from this process, without an MCP session --------------------------------------
+
+    def tools_wire(self) -> list[dict[str, Any]]:
+        """The tools `tools/list` answers, in wire form (what a client reads off the wire)."""
+        return [tool_wire(t) for t in self.world.tools]
+
+    async def call_direct(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        protocol_version: str | None = None,
+    ) -> dict[str, Any]:
+        """One tool call from this process, answered in wire form as `tools/call` answers it.
+
+        The same handler as an MCP session's (the world's call, the principal's token, the
+        error texts, the after-call hooks), without a session, JSON-RPC framing or model
+        validation: the in-process fast path of the integrations (docs/INTEGRATIONS.md, "The
+        direct in-process path"). `protocol_version` is the one a client would have
+        negotiated (None: before 2026-07-28, where a list result is wrapped in `result`).
+        """
+        ctx = _sdk.Request(request=None, protocol_version=protocol_version)
+        out: dict[str, Any] = await self._on_call_tool(ctx, _sdk.CallParams(name, arguments))
+        _sdk.stamp_server_info(self, out, protocol_version)
+        return out
+
     async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         name = params.name
         try:

@@ -43,6 +43,7 @@ from ._plugin._concurrent import ConcurrentRuns, add_concurrency_option
 from ._plugin._grading import grade_run
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
+from ._plugin._logs import Logs
 from ._plugin._outputs import Outputs, add_output_options, faults_override
 from ._plugin._usage import group_usage, logging_model, run_usage, runs_needed
 
@@ -547,6 +548,7 @@ class FaultbenchSession:
         self.order: dict[str, int] = {}  # nodeid -> collection position
         self.failed_gates: list[Group] = []
         self.outputs = Outputs(config)
+        self.logs = Logs(config)
 
     # --- early stop --------------------------------------------------------------------------
 
@@ -623,11 +625,9 @@ class FaultbenchSession:
                 report.sections.append(("faultbench: handler tracebacks", crashes))
                 data["crashes"] = crashes
         if call.when == "call" and world is not None:
-            from faultbench.kernel import encode_events
-
             data["summary"] = world.trace.summary()
             data["world_file"] = world.spec.path
-            data["events"] = encode_events(world.events).decode()
+            self.logs.put(item.nodeid, world, data)  # as text only for who needs it
             data["state_hash"] = world.state_hash()
             grade_run(item, world, report, data)  # policies, expectations, milestones
             run_usage(item, report, world, data)  # figures, and a budget that fails the run
@@ -687,6 +687,8 @@ class FaultbenchSession:
         ):
             data["events_file"] = self._write_events(report.nodeid, data["events"])
         group = self.tally.add(report, data)
+        if report.when == "call":
+            self.logs.attach(self.tally, report.nodeid)
         if group is not None and group.complete and not self.worker:
             report.user_properties.extend(_group_properties(group))
 

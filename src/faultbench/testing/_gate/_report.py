@@ -7,6 +7,7 @@ controller, which receives the reports of all workers and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,13 @@ class Run:
     usage: dict[str, Any] | None = None  # `_usage.Usage` figures: model calls, tokens, cost
     #: the test's `budget(per="group")` limits, by `BUDGET_KEYS` name
     group_budget: dict[str, float] | None = None
+    #: the run's events themselves, when they never left this process (the plugin ships
+    #: `events` only to a consumer that needs the text: `_plugin/_logs.py`)
+    log: Sequence[Event] | None = field(default=None, repr=False)
+
+    @property
+    def has_events(self) -> bool:
+        return self.events is not None or self.log is not None
 
 
 @dataclass
@@ -191,6 +199,10 @@ class Tally:
             return group
         return None
 
+    def open_run(self, nodeid: str) -> Run | None:
+        """The run of `nodeid` whose teardown report has not arrived yet."""
+        return self._open.get(nodeid)
+
     def shown(self) -> list[Group]:
         """The groups the summary shows: several runs, a min_pass_rate, or a failure."""
         return [
@@ -228,7 +240,7 @@ def render_group(
     failing = group.failing()
     decoded: dict[int, list[Event]] = {}
     for n, run in enumerate(failing):
-        calls = run.summary if run.summary else "(no calls)" if run.events else "(no world)"
+        calls = run.summary if run.summary else "(no calls)" if run.has_events else "(no world)"
         tag = " (tolerated)" if run.tolerated else ""
         if run.outcome == "error":
             tag = " (set-up problem)"
@@ -264,7 +276,7 @@ def render_group(
 
 def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Event]]) -> list[str]:
     """The event-log diff of `run` against the passing run of its group closest to it."""
-    if run.events is None:
+    if not run.has_events:
         return []
     best = closest_passing(group, run, decoded)
     if best is None:
@@ -278,7 +290,7 @@ def _closest_diff(group: Group, run: Run, decoded: dict[int, list[Event]]) -> li
 
 def _closest_explained(group: Group, run: Run, decoded: dict[int, list[Event]]) -> list[str]:
     """How `run` differs from the passing run of its group closest to it, in words."""
-    if run.events is None:
+    if not run.has_events:
         return []
     best = closest_explained(group, run, decoded)
     if best is None:
@@ -314,8 +326,8 @@ def _nearest_passing(
     """The passing runs of `group` to compare `run` with (None when there is nothing to
     compare): at most `candidates`, nearest in log length first (a large group's report
     stays linear)."""
-    passing = [p for p in group.passing() if p.events is not None]
-    if run.events is None or not passing:
+    passing = [p for p in group.passing() if p.has_events]
+    if not run.has_events or not passing:
         return None
     if candidates is not None and len(passing) > candidates:
         length = len(_events(run, decoded))
@@ -352,8 +364,14 @@ def closest_passing(
 def _events(run: Run, decoded: dict[int, list[Event]]) -> list[Event]:
     got = decoded.get(run.index)
     if got is None:
-        from faultbench.kernel import decode_events
+        from faultbench.kernel import decode_events, encode_events
 
-        assert run.events is not None
-        got = decoded[run.index] = list(decode_events(run.events.encode()))
+        # A kept log goes through its text too (encoded only now, for the runs a diff
+        # reads): the events read back are the ones a shipped log gives, so the report is
+        # the same either way (a record's fields in the log's key order, ...).
+        text = encode_events(run.log) if run.log is not None else None
+        if text is None:
+            assert run.events is not None
+            text = run.events.encode()
+        got = decoded[run.index] = list(decode_events(text))
     return got

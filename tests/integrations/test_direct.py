@@ -1,0 +1,199 @@
+"""The direct in-process path against the MCP one: the agent cannot tell them apart.
+
+`run_agent(..., mcp=build_server(world))` calls the server's tool handler without an MCP
+session (`transport="direct"`, the default); `transport="mcp"` opens a framework MCP session
+on the same server. For each framework, the same scripted calls over both paths, on the same
+world (same seed and run) under many fault kinds: every model turn must see the same tool
+definitions (name, description, JSON Schema, MCP annotations) and the same messages (tool
+results, tool errors, retry prompts), the runs must end the same, and the worlds' event logs
+must be equal byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+import faultbench
+from faultbench.integrations import ToolCall
+from faultbench.kernel import encode_events
+from faultbench.serve import build_server
+
+from .conftest import FRAMEWORKS, SHOP
+
+pytestmark = pytest.mark.anyio
+
+#: every tool-level fault kind the shop's operations can meet, often
+FAULTS = {
+    "default": {
+        "latency_ms": [10, 900],
+        "errors": {
+            "http_500": 0.06,
+            "http_503": 0.06,
+            "http_429": 0.06,
+            "timeout": 0.06,
+            "timeout_before_commit": 0.06,
+            "malformed_json": 0.08,
+            "empty_result": 0.06,
+            "not_found": 0.06,
+            "duplicate": 0.06,
+        },
+    },
+    "orders.get_order": {"errors": {"stale_read": {"p": 0.2, "lag_s": 300}}},
+}
+
+#: calls made whatever the answers: reads, lists (a list result), writes, custom handlers, a
+#: missing record, bad arguments (a validation error), last an unknown tool (no world call:
+#: Pydantic AI answers a retry prompt, the Agents SDK ends the run with ModelBehaviorError)
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("get_order", {"id": "1"}),
+    ("list_orders", {"status": "placed"}),
+    ("create_return", {"order_id": "1", "reason": "damaged"}),
+    ("issue_refund", {"order_id": "1", "amount": 25.0}),
+    ("list_refunds", {"order_id": "1"}),
+    ("get_order", {"id": "nope"}),
+    ("get_customer", {"id": "2"}),
+    ("find_customers", {"city": "nowhere"}),
+    ("cancel_order", {"order_id": "2"}),
+    ("get_order", {"id": 7}),
+    ("issue_refund", {"order_id": "1", "amount": 25.0}),
+    ("get_return", {"id": "R-1"}),
+    ("no_such_tool", {}),
+]
+
+RUNS = range(8)
+
+
+def _world(run: int) -> faultbench.World:
+    world = faultbench.load_world(SHOP, run=run)
+    world.set_faults(FAULTS)
+    return world
+
+
+def _scrub(value: Any) -> Any:
+    """Messages as data, without what differs between any two runs (wall-clock times, run
+    ids): the rest must be equal."""
+    if isinstance(value, dict):
+        return {
+            k: _scrub(v)
+            for k, v in value.items()
+            if k not in ("timestamp", "run_id", "conversation_id", "provider_response_id")
+        }
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+# --- Pydantic AI -------------------------------------------------------------------------------
+
+
+async def _pydantic_ai(transport: str, run: int) -> tuple[list[Any], Any, bytes]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from faultbench.integrations.pydantic_ai import run_agent
+
+    seen: list[Any] = []
+    ids = itertools.count(1)
+
+    async def respond(messages: list[Any], info: Any) -> ModelResponse:
+        dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+        seen.append((_scrub(dumped), list(info.function_tools)))
+        if len(seen) > len(SCRIPT):
+            return ModelResponse(parts=[TextPart("done")])
+        tool, args = SCRIPT[len(seen) - 1]
+        return ModelResponse(parts=[ToolCallPart(tool, args, tool_call_id=f"c{next(ids)}")])
+
+    world = _world(run)
+    result = await run_agent(
+        FunctionModel(respond), "go", mcp=build_server(world), transport=transport, retries=20
+    )
+    ending = (result.ok, result.output, type(result.error).__name__, str(result.error))
+    return seen, ending, encode_events(world.events)
+
+
+# --- the Agents SDK ----------------------------------------------------------------------------
+
+
+async def _openai_agents(transport: str, run: int) -> tuple[list[Any], Any, bytes]:
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from faultbench.integrations.openai_agents import run_agent
+
+    steps = [
+        ModelStep.respond(lambda call, t=tool, a=args, i=i: [function_call(t, a, call_id=f"c{i}")])
+        for i, (tool, args) in enumerate(SCRIPT)
+    ]
+    steps.append(ModelStep.respond(lambda call: [assistant_message("done")]))
+    model = ScriptedModel(steps)
+    world = _world(run)
+    result = await run_agent(
+        model, "go", mcp=build_server(world), transport=transport, max_turns=len(steps) + 1
+    )
+    seen = []
+    for call in model.calls:
+        items = [i if isinstance(i, dict) else i.model_dump(mode="json") for i in call.input]
+        tools = [
+            (t.name, t.description, t.params_json_schema, t.strict_json_schema) for t in call.tools
+        ]
+        seen.append((_scrub(items), tools))
+    ending = (result.ok, result.output, type(result.error).__name__, str(result.error))
+    return seen, ending, encode_events(world.events)
+
+
+PATHS = {"pydantic_ai": _pydantic_ai, "openai_agents": _openai_agents}
+
+
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f in PATHS])
+async def test_the_direct_path_is_indistinguishable_from_an_mcp_session(framework):
+    path = PATHS[framework]
+    kinds: set[str] = set()
+    for run in RUNS:
+        mcp_seen, mcp_end, mcp_log = await path("mcp", run)
+        direct_seen, direct_end, direct_log = await path("direct", run)
+        assert len(direct_seen) == len(mcp_seen) >= len(SCRIPT)
+        for turn, (over_mcp, direct) in enumerate(zip(mcp_seen, direct_seen, strict=True)):
+            assert direct[1] == over_mcp[1], f"run {run}, turn {turn}: tool definitions differ"
+            assert direct[0] == over_mcp[0], f"run {run}, turn {turn}: messages differ"
+        assert direct_end == mcp_end
+        assert direct_log == mcp_log
+        world = faultbench.replay(SHOP, faultbench.decode_events(direct_log))
+        kinds |= {c.fault for c in world.trace if c.fault}
+    # the runs met the faults they were meant to compare under
+    assert {"malformed_json", "timeout", "http_500", "not_found", "empty_result"} <= kinds
+
+
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f in PATHS])
+async def test_a_bad_transport_is_a_clear_error(framework, shop):
+    import importlib
+
+    module = importlib.import_module(f"faultbench.integrations.{framework}")
+    with pytest.raises(ValueError, match=r'transport="direct".*Instead, received: \'grpc\''):
+        await module.run_agent(
+            module.scripted_model(lambda seen: ToolCall("get_order", {"id": "1"})),
+            "go",
+            mcp=build_server(shop),
+            transport="grpc",
+        )
+
+
+@pytest.mark.skipif("openai_agents" not in FRAMEWORKS, reason="the Agents SDK is not installed")
+async def test_the_agents_sdk_servers_answer_the_same_models():
+    """What the Agents SDK hands on (a `tool_custom_data_extractor` reads the whole result,
+    `_meta` included): `WorldDirectServer` answers the models `WorldMCPServer`'s session does."""
+    from faultbench.integrations.openai_agents import WorldDirectServer, WorldMCPServer
+
+    for run in range(4):
+        answers = []
+        for cls in (WorldMCPServer, WorldDirectServer):
+            server = cls(build_server(_world(run)))
+            async with server:
+                tools = [t.model_dump(mode="json") for t in await server.list_tools()]
+                results = [
+                    (await server.call_tool(tool, args)).model_dump(mode="json")
+                    for tool, args in SCRIPT
+                ]
+            answers.append((tools, results))
+        assert answers[0] == answers[1]
