@@ -160,3 +160,16 @@ def test_a_rate_limit_hammered_without_latency_costs_the_same_after_100x_the_cal
         return fn
 
     assert ratio(hammer(small), hammer(big)) < 3
+
+
+def test_fork_and_snapshot_cost_the_same_at_100x_the_records(worlds):
+    small, big = worlds
+
+    def fork(w):
+        def fn(i):
+            w.snapshot()
+            w.fork()
+
+        return fn
+
+    assert ratio(fork(small), fork(big)) < 3
