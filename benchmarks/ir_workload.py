@@ -8,7 +8,10 @@ where wall-clock medians move by 10-30%). Run it under callgrind twice, with N a
 WHAT: `call` (N x `World.call("get_order")`, faults off), `agent` (calls that create, update,
 get and fail until the log holds N events), `callsreplay` (`agent`, then with `go` its log
 replayed), `faults` (N x bench_faults.py's fork suite: 20 forked runs of 5 calls each, latency
-and 10% timeouts on, `world.trace` read per run). Run from the root of the tree to measure (it reads tests/worlds/kernel_shop.yaml),
+and 10% timeouts on, `world.trace` read per run), `ratelimit` (N x `World.call("get_order")`
+under `rate_limit: {calls: 1000000, per_seconds: 60}` without latency, so every call is
+admitted and the window holds all of them: `ratelimit 20000` minus `ratelimit 19000` is the
+cost of a call after 19,000 in the window). Run from the root of the tree to measure (it reads tests/worlds/kernel_shop.yaml),
 with that tree's interpreter; it imports `load_spec` from where either layout keeps it.
 """
 
@@ -46,6 +49,14 @@ def agent(n: int) -> World:
     return w
 
 
+def hammered(n: int) -> None:
+    w = World.from_spec(SPEC)
+    w.set_faults({"shop.get_order": {"rate_limit": {"calls": 1_000_000, "per_seconds": 60}}})
+    args = {"id": "2"}
+    for _ in range(n):
+        w.call("get_order", args)
+
+
 def main() -> None:
     what, n, go = sys.argv[1], int(sys.argv[2]), sys.argv[3:] == ["go"]
     if what == "call":
@@ -60,13 +71,15 @@ def main() -> None:
         bench_faults.suite(spec, "fork", True)  # warm: the plan's keys, the indexes
         for _ in range(n):
             bench_faults.suite(spec, "fork", True)
+    elif what == "ratelimit":
+        hammered(n)
     elif what == "callsreplay":
         log = list(agent(n).events)
         if go:
             replay(SPEC, log)
     else:
         raise SystemExit(
-            f"Expected call, agent, faults or callsreplay. Instead, received: {what!r}"
+            f"Expected call, agent, faults, ratelimit or callsreplay. Instead, received: {what!r}"
         )
 
 

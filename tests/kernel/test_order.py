@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,9 @@ from faultbench.kernel import (
     encode_events,
     replay,
 )
-from faultbench.kernel._calls._pipeline import admitted_since
 from faultbench.kernel._faults._kinds import REFUSED_KINDS
+from faultbench.kernel._faults._plan import _rate_limited
+from faultbench.kernel._faults._window import older_by, wait
 from faultbench.kernel._store._indexes import IdSet, id_order
 
 from .conftest import make_shop_spec
@@ -164,29 +166,69 @@ def scanned(world: World, tool: str, per_seconds: float):
     return times
 
 
+def walked(head, now, per_seconds: float):
+    """The start times the window's list holds after `now - per_seconds`, newest first,
+    walking it node by node (what the pipeline read before it kept depths and jumps)."""
+    cutoff = now - timedelta(seconds=per_seconds)
+    times = []
+    while head is not None and head[0] > cutoff:
+        times.append(head[0])
+        head = head[2]
+    return times
+
+
+def check_window(world: World, tool: str = "get_order") -> None:
+    """The state's window answers every limit as the log scan does, and its nodes are a
+    well-formed list: depths count down to 0, every jump lands on an older node of it."""
+    state = world.snapshot().state
+    now = world.clock.now()
+    head = state.admitted.get(tool)
+    nodes = []
+    node = head
+    while node is not None:
+        nodes.append(node)
+        node = node[2]
+    assert [n[3] for n in nodes] == list(range(len(nodes) - 1, -1, -1))
+    on_list = {id(n) for n in nodes}
+    assert all(n[4] is None or (id(n[4]) in on_list and n[3] - n[4][3] == n[5]) for n in nodes)
+    assert all(older_by(head, d) is nodes[d] for d in range(len(nodes)))
+    for per in (1.0, 3.0, 10.0, 10.0000004, 60.0):
+        old = scanned(world, tool, per)
+        assert walked(head, now, per) == old
+        for calls in (1, 2, 3, 4, 7):
+            assert wait(head, calls, per, now) == _rate_limited(calls, per, now, old), (
+                calls,
+                per,
+            )
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.one_of(
             st.tuples(st.just("call"), st.sampled_from(["1", "2", "x"])),
-            st.tuples(st.just("wait"), st.sampled_from([1, 5, 20])),
-            st.tuples(st.just("batch"), st.integers(2, 4)),
+            st.tuples(st.just("wait"), st.sampled_from([1, 3, 5, 20])),
+            st.tuples(st.just("batch"), st.integers(2, 6)),
             st.tuples(st.just("fork"), st.none()),
+            st.tuples(st.just("restore"), st.none()),
         ),
         max_size=40,
     )
 )
 def test_rate_window_in_state_equals_the_log_scan(steps):
+    # 429s from the window and from a script, inside batches too (3 calls per 10 s, batches
+    # of up to 6), windows that empty as the clock moves, forks and restores.
     world = World.from_spec(make_shop_spec())
     world.set_faults(
         {
             "shop.get_order": {
                 "rate_limit": {"calls": 3, "per_seconds": 10},
-                "script": {4: "http_429", 7: "http_500"},
+                "script": {4: "http_429", 7: "http_500", 9: "http_429"},
                 "latency_ms": [0, 3000],
             }
         }
     )
+    snap = world.snapshot()
     for what, arg in steps:
         if what == "call":
             world.call("get_order", {"id": arg})
@@ -194,13 +236,51 @@ def test_rate_window_in_state_equals_the_log_scan(steps):
             world.clock.advance(arg)
         elif what == "batch":
             world.call_together([("get_order", {"id": str(i)}) for i in range(arg)])
-        else:
+        elif what == "fork":
+            snap = world.snapshot()
             world = world.fork()
-        for per in (1.0, 10.0, 60.0):
-            state = world.snapshot().state
-            assert admitted_since(state, "get_order", world.clock.now(), per) == scanned(
-                world, "get_order", per
-            )
+        else:
+            world.restore(snap)
+        check_window(world)
+    again = replay(world.spec, decode_events(encode_events(list(world.events))))
+    assert again.state_hash() == world.state_hash()
+    check_window(again)
+
+
+def test_a_log_that_refuses_an_older_call_replays_to_the_scanned_window():
+    # The pipeline logs a 429 right after its own CallStarted; a log written otherwise (by
+    # hand, or by another tool) refuses a call that is no longer the newest, and replay
+    # takes it out of the middle of the window.
+    world = World.from_spec(make_shop_spec())
+    world.set_faults(
+        {
+            "shop.get_order": {
+                "rate_limit": {"calls": 2, "per_seconds": 60},
+                "script": {1: "http_429"},
+            }
+        }
+    )
+    world.call_together([("get_order", {"id": str(i)}) for i in range(4)])
+    world.clock.advance(5)
+    world.call("get_order", {"id": "1"})
+    events = list(world.events)
+    refused = [e for e in events if type(e) is FaultInjected]
+    assert [(e.call_id, e.kind) for e in refused] == [
+        ("c1", "http_429"),
+        ("c4", "rate_limit"),
+        ("c5", "rate_limit"),
+    ]
+    # c1's refusal moves after c2's start: c2 is then the newest admitted call
+    first = events.index(refused[0])
+    moved = [*events[:first], events[first + 1], events[first], *events[first + 2 :]]
+    assert type(moved[first]) is CallStarted
+    assert moved[first].call_id == "c2"
+    moved = [msgspec.structs.replace(e, seq=n) for n, e in enumerate(moved)]
+    again = replay(world.spec, moved)
+    assert again.state_hash() == world.state_hash()
+    check_window(again)
+    head = again.snapshot().state.admitted["get_order"]
+    assert [older_by(head, d)[1] for d in range(head[3] + 1)] == ["c3", "c2"]
 
 
 # --- the log ---------------------------------------------------------------------------------

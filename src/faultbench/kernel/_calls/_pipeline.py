@@ -42,6 +42,7 @@ from .._faults._kinds import kind
 from .._faults._lies import REWRITES
 from .._faults._plan import FaultDecision, FaultPlan, created_field
 from .._faults._rules import BY_ID
+from .._faults._window import Window
 from .._store._book import Draft
 from .._store._events import (
     CallFailed,
@@ -332,9 +333,7 @@ def _decide(
     now: datetime,
 ) -> FaultDecision | None:
     rule = plan.rule_for(op.spec)
-    recent: list[datetime] = []
-    if rule.rate_limit is not None:
-        recent = admitted_since(d.state, op.name, now, rule.rate_limit.per_seconds)
+    recent = Window(d.state.admitted.get(op.name)) if rule.rate_limit is not None else ()
     record_time = None
     rspec = cx.spec.records.get(op.record) if op.record else None
     target = args.get("id") if op.kind in BY_ID else None
@@ -344,7 +343,13 @@ def _decide(
         if fname is not None and data is not None:
             record_time = _as_datetime(data.get(fname))
     return plan.decide(
-        op.spec, k, now=now, recent=recent, record_time=record_time, record=rspec, target_id=target
+        op.spec,
+        k,
+        now=now,
+        recent=recent,
+        record_time=record_time,
+        record=rspec,
+        target_id=target,
     )
 
 
@@ -726,20 +731,6 @@ def _backwards(cx: Pipeline, d: Draft) -> Iterator[Event]:
     """The events before the draft's state, newest first: the draft's own, then the log's."""
     yield from reversed(d.pending)
     yield from reversed(cx.book.log)
-
-
-def admitted_since(state: State, tool: str, now: datetime, per_seconds: float) -> list[datetime]:
-    """Start times of the calls to `tool` in the `per_seconds` before `now` that were not
-    answered 429, newest first. The state keeps each tool's admitted calls newest first
-    (`State.admitted`, from the log's CallStarted and FaultInjected events) and the clock
-    never goes backwards, so this reads only the window."""
-    cutoff = now - timedelta(seconds=per_seconds)
-    times: list[datetime] = []
-    node = state.admitted.get(tool)
-    while node is not None and node[0] > cutoff:
-        times.append(node[0])
-        node = node[2]
-    return times
 
 
 def _stale_reach(rules: Mapping[str, Any]) -> float:

@@ -34,6 +34,7 @@ from ._kinds import APPLIES_TO, COMMIT_KINDS, ERROR_KINDS, FAILURE_KINDS, SUCCES
 from ._kinds import kind as fault_kind
 from ._rules import BY_ID, drawn_rule, effective_rule, fits
 from ._types import ErrorRule, FaultRule
+from ._window import Window, wait
 
 _LOW64 = (1 << 64) - 1
 _UNIT = 1.0 / (1 << 53)  # 53 random bits -> a float in [0, 1), every value as likely
@@ -225,15 +226,16 @@ class FaultPlan:
         k: int,
         *,
         now: datetime,
-        recent: Sequence[datetime] = (),
+        recent: Window | Sequence[datetime] = (),
         record_time: datetime | None = None,
         record: RecordShape | None = None,
         target_id: str | None = None,
     ) -> FaultDecision | None:
         """Decide the fault for the k-th (1-based) valid call to `op`, made at virtual `now`.
 
-        `recent`: start times of earlier calls to `op` that were not answered 429 (only those
-        inside the rate-limit window matter). `record_time`: creation time of the record a
+        `recent`: the earlier calls to `op` that were not answered 429: the state's window
+        (a `Window` over `State.admitted[tool]`, see `_window.py`), or their start times as a
+        plain sequence (only those inside the rate-limit window matter). `record_time`: creation time of the record a
         get/update/delete targets (see `created_field`), for `not_found_if_newer_than`.
         `record` / `target_id` only make the not-found message precise.
 
@@ -264,9 +266,11 @@ class FaultPlan:
                 chosen, source = entry, "script"
                 break
         if chosen is None and rule.rate_limit is not None:
-            retry_after = _rate_limited(
-                rule.rate_limit.calls, rule.rate_limit.per_seconds, now, recent
-            )
+            limit = rule.rate_limit
+            if isinstance(recent, Window):
+                retry_after = wait(recent.head, limit.calls, limit.per_seconds, now)
+            else:
+                retry_after = _rate_limited(limit.calls, limit.per_seconds, now, recent)
             if retry_after is not None:
                 kind, source = "rate_limit", "rate_limit"
         threshold = rule.not_found_if_newer_than_s

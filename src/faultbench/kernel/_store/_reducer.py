@@ -24,6 +24,7 @@ import msgspec
 from .._errors import ReplayError
 from .._faults._kinds import REFUSED_KINDS
 from .._faults._surface import SURFACE_KINDS, fold
+from .._faults._window import Admitted, without
 from ._events import (
     AuthChecked,
     CallFailed,
@@ -52,7 +53,6 @@ from ._events import (
 )
 from ._indexes import TableIndex
 from ._state import (
-    Admitted,
     KeyEntry,
     Pending,
     Settings,
@@ -233,7 +233,15 @@ def _call_started(s: State, e: CallStarted) -> State:
         k, admitted = s.k, s.admitted
     else:
         k = s.k.set(e.tool, e.k)
-        admitted = s.admitted.set(e.tool, (e.at, e.call_id, s.admitted.get(e.tool)))
+        # `_window.pushed`, written out: it runs for every admitted call of every tool
+        head = s.admitted.get(e.tool)
+        if head is None:
+            node: Admitted = (e.at, e.call_id, None, 0, None, 0)
+        elif (jump := head[4]) is not None and head[5] == jump[5]:
+            node = (e.at, e.call_id, head, head[3] + 1, jump[4], 2 * head[5] + 1)
+        else:
+            node = (e.at, e.call_id, head, head[3] + 1, head, 1)
+        admitted = s.admitted.set(e.tool, node)
     return _replace(s, seq=s.seq + 1, k=k, calls=s.calls + 1, admitted=admitted)
 
 
@@ -241,27 +249,13 @@ def _fault_injected(s: State, e: FaultInjected) -> State:
     admitted = s.admitted
     if e.kind in REFUSED_KINDS and e.tool in admitted:
         # Refused (429): the call leaves its tool's rate window. It is logged right after
-        # its CallStarted, so it is the newest entry; anything else is walked to.
-        rest = _without(admitted.get(e.tool), e.call_id)
+        # its CallStarted, so it is the newest entry (O(1)); anything else is walked to.
+        rest = without(admitted.get(e.tool), e.call_id)
         admitted = admitted.delete(e.tool) if rest is None else admitted.set(e.tool, rest)
     if e.kind in SURFACE_KINDS:  # the tool list changes (`_faults/_surface.py`)
         surface = fold(s.surface, e.detail.get("surface"))
         return _replace(s, seq=s.seq + 1, admitted=admitted, surface=surface)
     return _next(s, admitted)
-
-
-def _without(calls: Admitted | None, call_id: str) -> Admitted | None:
-    kept = []
-    node = calls
-    while node is not None and node[1] != call_id:
-        kept.append(node)
-        node = node[2]
-    if node is None:
-        return calls
-    rest = node[2]
-    for at, cid, _ in reversed(kept):
-        rest = (at, cid, rest)
-    return rest
 
 
 # --- idempotency keys and tokens ---------------------------------------------------------------

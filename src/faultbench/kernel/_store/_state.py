@@ -34,14 +34,11 @@ import immutables
 import msgspec
 
 from .._faults._surface import ToolChange, surface_digest_items
+from .._faults._window import Admitted
 from ._indexes import TableIndex
 
 _MOD = 1 << 256
 _EMPTY: immutables.Map[str, int] = immutables.Map()
-
-#: The calls to one tool that were admitted (valid, and not refused with a 429), newest
-#: first, as a persistent linked list: (start time, call id, older calls).
-Admitted = tuple[datetime, str, "Admitted | None"]
 
 _NO_INDEX: immutables.Map[str, TableIndex] = immutables.Map()
 _NO_WINDOWS: immutables.Map[str, Admitted] = immutables.Map()
@@ -132,9 +129,9 @@ class State(msgspec.Struct, frozen=True, gc=False):
     #: record name -> its id order and field indexes (`_order.py`), kept by the reducer for
     #: the tables that have one; derived from `tables`, so not part of the hash
     index: immutables.Map[str, TableIndex] = _NO_INDEX
-    #: tool name -> its admitted calls, newest first (`Admitted`): what rate-limit windows
-    #: count, kept per event so a window costs what it holds, not the log's length; derived
-    #: from the log's CallStarted / FaultInjected events, so not part of the hash
+    #: tool name -> its admitted calls, newest first (`_faults/_window.py`): what rate-limit
+    #: windows count, kept per event so a window costs O(1) to O(log n), not what it holds;
+    #: derived from the log's CallStarted / FaultInjected events, so not part of the hash
     admitted: immutables.Map[str, Admitted] = _NO_WINDOWS
     #: "tool\x00key" -> the idempotency key's first answer (`_calls/_idempotency.py`)
     keys: immutables.Map[str, KeyEntry] = _NO_KEYS
