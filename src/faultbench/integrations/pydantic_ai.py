@@ -232,9 +232,14 @@ class WorldToolset(AbstractToolset[Any]):
     memory streams, JSON-RPC framing and model validation of every message.
     """
 
-    def __init__(self, server: WorldServer, *, max_retries: int | None = None):
+    def __init__(
+        self, server: WorldServer, *, max_retries: int | None = None, cache_tools: bool = True
+    ):
         self.server = server
         self.max_retries = max_retries
+        #: as `MCPToolset.cache_tools`: list the tools once per `async with` (the default), or
+        #: at every step, which is how an agent sees a run's tool-surface faults
+        self.cache_tools = cache_tools
         self._tools: list[tuple[str, ToolDefinition]] | None = None
 
     @property
@@ -245,9 +250,14 @@ class WorldToolset(AbstractToolset[Any]):
     def label(self) -> str:
         return f"WorldToolset({self.server.world.name!r})"
 
+    async def __aexit__(self, *args: Any) -> bool | None:
+        self._tools = None  # MCPToolset forgets its list with its session
+        return await super().__aexit__(*args)
+
     def _definitions(self) -> list[tuple[str, ToolDefinition]]:
-        # A world's tools are fixed for its life; MCPToolset caches the list the same way.
-        if self._tools is None:
+        # MCPToolset keeps the first list it gets: a tool-surface fault's tools/list_changed
+        # does not reach it at protocol 2026-07-28 (docs/FAULTS.md), so the default keeps it too.
+        if self._tools is None or not self.cache_tools:
             self._tools = [(tool.name, _definition(tool)) for tool in self.server.tool_list()]
         return self._tools
 

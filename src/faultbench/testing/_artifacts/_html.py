@@ -61,6 +61,11 @@ KIND_COLOURS = {
 }
 
 
+# ---------------------------------------------------------------------------------------------
+# The page: one file of HTML around the session's JSON
+# ---------------------------------------------------------------------------------------------
+
+
 def write_report(
     directory: Path | str,
     groups: list[Group],
@@ -137,6 +142,11 @@ def _html_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# ---------------------------------------------------------------------------------------------
+# The overview: each group's gate, usage and paired comparison
+# ---------------------------------------------------------------------------------------------
+
+
 def _group_overview(group: Group) -> dict[str, Any]:
     gate = group.gate()
     outcomes = [r.outcome for r in group.runs.values()]
@@ -209,6 +219,11 @@ def _comparison(
 # =============================================================================================
 # One run: calls, state changes, diff
 # =============================================================================================
+
+
+# ---------------------------------------------------------------------------------------------
+# A run opened: its calls, timeline, checks and diff
+# ---------------------------------------------------------------------------------------------
 
 
 def _run_detail(
@@ -379,6 +394,11 @@ def _timeline(events: list[Event], spec: WorldSpec | None) -> dict[str, Any]:
 
 
 #: the lane of the scheduled effects that fired (`then:`, `world.schedule`)
+# ---------------------------------------------------------------------------------------------
+# The timeline's other lanes: effects, violations, the model, deliveries
+# ---------------------------------------------------------------------------------------------
+
+
 EFFECTS_LANE = "scheduled effects"
 
 
@@ -520,6 +540,11 @@ def _deliveries_lane(
         )  # fmt: skip
         last[h.delivery] = len(rows) - 1
     return span
+
+
+# ---------------------------------------------------------------------------------------------
+# State changes and the diff against the closest passing run
+# ---------------------------------------------------------------------------------------------
 
 
 def _state_change(spec: WorldSpec, events: list[Event]) -> dict[str, Any] | None:
