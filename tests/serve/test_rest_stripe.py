@@ -5,6 +5,7 @@ an injected timeout after commit that the SDK sees as the 504 it is."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,69 @@ def test_an_operation_without_a_declared_error_schema_answers_faultbenchs_own(tm
         )
     assert answer.status_code == 404
     assert answer.json()["error"]["type"] == "not_found"
+
+
+#: The answers of the served slice that still violate Stripe's document (docs/IMPORT.md,
+#: "What Schemathesis still finds"): each is a required property whose value is an object or
+#: a list that the create does not take, so the record has no value for it to answer.
+KNOWN_VIOLATIONS = {
+    ("POST /v1/charges", "billing_details"),
+    ("POST /v1/charges/{charge}/dispute", "balance_transactions"),
+    ("POST /v1/customers/{customer}/cash_balance", "settings"),
+    ("POST /v1/customers/{customer}/subscriptions", "automatic_tax"),
+    ("POST /v1/payment_intents", "payment_method_types"),
+}
+
+
+def test_schemathesis_fuzzing_the_served_slice(stripe_world_file):
+    """Schemathesis against the served Stripe slice (issue 22): every operation of the four
+    paths, 5 seeded examples each, sent with the world's API key. No request gets a 5xx, and
+    no answer violates the document but the explained ones above."""
+    schemathesis = pytest.importorskip("schemathesis", reason="a dev dependency")
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import response_schema_conformance
+
+    from faultbench.importers._document import read_document
+
+    world = load_world(stripe_world_file)
+    world.set_faults({})  # the fixture's scripted 429/503/504 are what not_a_server_error flags
+    key = world.issue_token("bearerAuth")
+    schema = schemathesis.openapi.from_dict(read_document(corpus("stripe_spec3.yaml")))
+    labels: list[str] = []
+    server_errors: list[str] = []
+    violations: set[tuple[str, str]] = set()
+    with serve_in_thread(world, rest=True) as url:
+        base = url.removesuffix("/mcp")
+        for found in schema.get_all_operations():
+            operation = found.ok()
+            if operation.path.rstrip("/").split("/{")[0] not in PATHS:
+                continue
+            labels.append(operation.label)
+
+            @settings(
+                max_examples=5, derandomize=True, database=None, deadline=None,
+                suppress_health_check=list(HealthCheck),
+            )  # fmt: skip
+            @given(case=operation.as_strategy())
+            def check(case):
+                label = case.operation.label
+                response = case.call(base_url=base, headers={"Authorization": f"Bearer {key}"})
+                try:
+                    case.validate_response(response, checks=[not_a_server_error])
+                except (Exception, BaseExceptionGroup) as exc:  # collected: all are tried
+                    server_errors.append(f"{label}: {exc}"[:500])
+                try:
+                    case.validate_response(response, checks=[response_schema_conformance])
+                except (Exception, BaseExceptionGroup) as exc:
+                    missing = re.search(
+                        r"'(\w+)' is a required property|\"(\w+)\" is a re", str(exc)
+                    )
+                    name = (missing.group(1) or missing.group(2)) if missing else str(exc)[:300]
+                    violations.add((label, name))
+
+            check()
+    assert len(labels) == 74  # every operation under the four paths
+    assert server_errors == []
+    assert violations <= KNOWN_VIOLATIONS, violations - KNOWN_VIOLATIONS
+    assert len(world.trace.calls) >= len(labels)  # the requests reached the world

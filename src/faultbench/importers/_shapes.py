@@ -356,8 +356,8 @@ def server_default(doc: Document, node: Any, decl: Decl) -> Any:
     if decl.startswith("enum["):
         values = [v for v in schema.get("enum") or [] if isinstance(v, str) and v]
         return values[0] if values else None
-    if "format" in schema or "pattern" in schema:  # no smallest value is sure to match
-        return None
+    if decl == "str" and ("format" in schema or "pattern" in schema):
+        return None  # no smallest text is sure to match (a number's format, unix-time, is)
     minimum = schema.get("minimum", 0)
     smallest: dict[str, Any] = {
         "str": "x" * int(schema.get("minLength", 0)),

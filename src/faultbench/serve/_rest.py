@@ -35,10 +35,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from faultbench.kernel import CallResult
+
 from ._rest_errors import error_body, error_schema
 
 if TYPE_CHECKING:
-    from faultbench.kernel import CallResult, World
+    from faultbench.kernel import World
 
     from ._server import WorldServer
 
@@ -245,7 +247,7 @@ def without_nulls(value: Any, keep: frozenset[str], prefix: str) -> Any:
 
 
 def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
-    headers = {"X-Faultbench-Call": result.call_id}
+    headers = {"X-Faultbench-Call": result.call_id} if result.call_id else {}
     if ignored:
         # percent-encoded: a header is latin-1, and request keys are any text
         headers["X-Faultbench-Ignored"] = ",".join(quote(k, safe="[]") for k in sorted(ignored))[
@@ -308,10 +310,14 @@ def _endpoint(world: World, by_method: dict[str, Any]) -> Endpoint:
         try:
             args, ignored = await _arguments(request, op, schema)
         except (ValueError, UnicodeDecodeError) as exc:
-            return JSONResponse(
-                {"error": {"type": "invalid_request", "message": f"unreadable body: {exc}"}},
-                status_code=400,
-            )
+            # refused before the world is called (no call id), in the API's error schema
+            # like any other 400
+            message = f"unreadable body: {exc}"
+            refused = CallResult(
+                call_id="", tool=op.name, args={}, ok=False, text=message, error=message,
+                error_kind="invalid_arguments",
+            )  # fmt: skip
+            return respond(op, refused, [])
         result = await world.acall(op.name, args, token=_token(world, request))
         return respond(op, result, ignored)
 
