@@ -201,3 +201,38 @@ def test_a_world_with_an_events_feed_cannot_keep_a_window():
     with pytest.raises(ValueError, match="events: feed"):
         keep_events(world, 10)
     assert world.events.first == 0
+
+
+def admitted_calls(world) -> int:
+    """How many admitted calls the state keeps for the rate windows, over every tool."""
+    total = 0
+    for head in world.snapshot().state.admitted.values():
+        node = head
+        while node is not None:
+            total, node = total + 1, node[2]
+    return total
+
+
+def test_the_rate_windows_are_cut_with_the_log():
+    # Without a rate rule no window counts a call, so the state keeps none past a cut; with
+    # one (3 calls a minute, 7 s of latency a call) it keeps the last minute's calls, and
+    # every 429 falls exactly where the unbounded world's does.
+    bounded, whole = rule_free(keep=40), rule_free()
+    for i in range(600):
+        step(bounded, i)
+        step(whole, i)
+    assert admitted_calls(whole) == 600  # every call, kept for no window at all
+    assert admitted_calls(bounded) <= 80
+    limited = {"orders.get_order": {"rate_limit": {"calls": 3, "per_seconds": 60}}}
+    bounded, whole = rule_free(keep=40), rule_free()
+    for world in (bounded, whole):
+        world.set_faults({**limited, "orders.*": {"latency_ms": 7000}})
+    most = 0
+    for i in range(600):
+        a, b = step(bounded, i), step(whole, i)
+        assert (a.ok, a.text, a.error_kind) == (b.ok, b.text, b.error_kind)
+        most = max(most, admitted_calls(bounded))
+    assert sum(r.error_kind == "rate_limit" for r in whole.trace.failures()) > 100
+    assert bounded.state_hash() == whole.state_hash()
+    assert most <= 2 * 80  # a minute of calls at 7 s each, per tool, and at most 2N events
+    assert admitted_calls(whole) > 300

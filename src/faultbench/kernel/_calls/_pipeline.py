@@ -129,6 +129,9 @@ class Pipeline:
         reach = _stale_reach(rules)
         if reach > self.book.reach_s:  # what a window must keep (`Book.reach_s`)
             self.book.reach_s = reach
+        rate = max((r.rate_limit.per_seconds for r in rules.values() if r.rate_limit), default=0.0)
+        if rate > self.book.rate_reach_s:  # and of the rate windows (`Book.rate_reach_s`)
+            self.book.rate_reach_s = rate
         return self._plan
 
     def transaction(self, d: Draft, state: State | None = None) -> Transaction:

@@ -85,6 +85,23 @@ def without(head: Admitted | None, call_id: str) -> Admitted | None:
     return rest
 
 
+def since(head: Admitted | None, horizon: datetime) -> Admitted | None:
+    """`head` with only the calls admitted after `horizon` (start times never decrease along
+    the list): `head` itself when its oldest call is, else the newer calls pushed again, so
+    O(calls kept). What a long session's window keeps (`Book.rate_reach_s`)."""
+    newer = []
+    node = head
+    while node is not None and node[0] > horizon:
+        newer.append(node)
+        node = node[2]
+    if node is None:
+        return head
+    rest: Admitted | None = None
+    for n in reversed(newer):
+        rest = pushed(rest, n[0], n[1])
+    return rest
+
+
 def older_by(node: Admitted, distance: int) -> Admitted:
     """The admitted call `distance` calls older than `node` (0: `node`)."""
     target = node[3] - distance

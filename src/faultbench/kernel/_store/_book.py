@@ -28,8 +28,11 @@ could not record never happened.
 Keeping a window (`keep`, `lowlevel.keep_events`, the serve shell's --keep-events): once the
 log holds more than twice `keep` events, the book cuts it to its last `keep` (`EventLog.cut`,
 O(keep), so O(1) per event), and shows the watcher the cut log as one more change (a journal
-learns the window begins there; if it raises, the cut is undone). The state is untouched: a
-cut drops events from memory, not from the world. A stale read undoes the events of the last
+learns the window begins there; if it raises, the cut is undone). The state's facts are
+untouched: a cut drops events from memory, not from the world. It also drops, from each
+tool's rate window (`State.admitted`, not hashed), the calls older than the longest
+rate-limit window the world has run under (`rate_reach_s`, set by the call pipeline), which
+no window can count again; a rate limit set later with a longer window counts from there. A stale read undoes the events of the last
 `reach_s` seconds of virtual time (the largest `lag_s` of the stale_read rules the world has
 run under, set by the call pipeline): a cut never drops those, so every answer is the one a
 world keeping its whole log would give.
@@ -51,6 +54,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar, cast
 
+from .._faults._window import since
 from ._events import Event
 from ._incall import running_call
 from ._log import EventLog, Segment
@@ -147,6 +151,7 @@ class Book:
         "call_id",
         "keep",
         "lock",
+        "rate_reach_s",
         "reach_s",
         "watcher",
     )
@@ -166,6 +171,9 @@ class Book:
         self.keep: int | None = None
         #: and every event of the last `reach_s` virtual seconds (stale reads undo them)
         self.reach_s = 0.0
+        #: and, of each tool's admitted calls, those of the last `rate_reach_s` virtual
+        #: seconds (the longest rate-limit window the world has run under)
+        self.rate_reach_s = 0.0
 
     @property
     def state(self) -> State:
@@ -284,10 +292,24 @@ class Book:
             cut = min(cut, bisect_right(log, horizon, first, n, key=_at))
             if cut <= first:
                 return
-        seg = self._seg
+        seg, before = self._seg, self._state
         self._seg = log.cut(cut).branch()
+        self._trim_windows()
         if self.watcher is not None:
-            self._settle(self._state, EventLog(seg, n))
+            self._settle(before, EventLog(seg, n))
+
+    def _trim_windows(self) -> None:
+        """Drop the admitted calls no rate window can count any more, so that a long
+        session's state does not grow with its calls either (`_faults/_window.since`)."""
+        state = self._state
+        horizon = state.clock - timedelta(seconds=self.rate_reach_s)
+        admitted = state.admitted
+        for tool, head in state.admitted.items():
+            kept = since(head, horizon)
+            if kept is not head:
+                admitted = admitted.delete(tool) if kept is None else admitted.set(tool, kept)
+        if admitted is not state.admitted:
+            self._state = state.derived(admitted=admitted)
 
     # --- handlers ------------------------------------------------------------------------------
 

@@ -165,16 +165,21 @@ class State(msgspec.Struct, frozen=True, gc=False):
         *,
         tables: immutables.Map[str, immutables.Map[str, dict[str, Any]]] | None = None,
         index: immutables.Map[str, TableIndex] | None = None,
+        admitted: immutables.Map[str, Admitted] | None = None,
     ) -> State:
         """This state with its table indexes rebuilt (`index`: derived data, not hashed), or
         with the records of another moment (`tables` and their `index`: what a stale read
-        answers from). The one way, besides `apply`, that code outside the reducer makes a
-        `State`; the seq, clock, counters and settings stay this state's."""
+        answers from), or with its rate windows cut to what a rule may still count
+        (`admitted`: not hashed; `Book.rate_reach_s`). The one way, besides `apply`, that
+        code outside the reducer makes a `State`; the seq, clock, counters and settings stay
+        this state's."""
         changes: dict[str, Any] = {}
         if tables is not None:
             changes["tables"] = tables
         if index is not None:
             changes["index"] = index
+        if admitted is not None:
+            changes["admitted"] = admitted
         return msgspec.structs.replace(self, **changes)
 
     def state_hash(self) -> str:
