@@ -140,6 +140,7 @@ async def test_a_recorded_model(world):
     cassette was recorded against record_cassette.py's OpenAI-compatible fake server, not
     OpenAI (no key was at hand): `OPENAI_API_KEY=... uv run python
     examples/shop/record_cassette.py --real` records gpt-5-mini instead."""
+    pytest.importorskip("pydantic_ai", reason="Pydantic AI needs mcp 2.x (its own environment)")
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
