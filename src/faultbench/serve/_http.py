@@ -192,10 +192,17 @@ async def _full(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         "Expected clients to end their sessions (DELETE /mcp, which mcp.Client does on "
         "close); sessions with no request for 30 minutes end by themselves."
     )
+    await _unavailable(scope, receive, send, message, retry_after=60)
+
+
+async def _unavailable(
+    scope: Scope, receive: Receive, send: Send, message: str, *, retry_after: int
+) -> None:
+    """A 503 whose body is a JSON-RPC error an MCP client shows as it is."""
     response = JSONResponse(
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
         status_code=503,
-        headers={"Retry-After": "60"},
+        headers={"Retry-After": str(retry_after)},
     )
     await response(scope, receive, send)
 
@@ -210,12 +217,7 @@ async def _unjournaled(scope: Scope, receive: Receive, send: Send, exc: JournalE
         f"{exc.cause}, opening {exc.path.name}. Try again once sessions have ended or space "
         "was freed."
     )
-    response = JSONResponse(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
-        status_code=503,
-        headers={"Retry-After": "10"},
-    )
-    await response(scope, receive, send)
+    await _unavailable(scope, receive, send, message, retry_after=10)
 
 
 class SessionTracker:
