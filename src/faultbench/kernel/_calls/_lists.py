@@ -47,6 +47,20 @@ _ID = itemgetter(3)  # an entry's id
 _ISSUED = 4096  # cursors remembered per tool
 
 
+_BOUNDS = ("eq", "gt", "gte", "lt", "lte")  # the conditions a sorted index walk bounds
+_PRESENT = (True,)  # below every entry of a set value, above every unset one (`entry`)
+
+
+def _preds(conds: list[tuple[str, str, Any]], bounded: str | None) -> list[tuple[str, Pred]]:
+    """What each candidate must pass: every condition, but those on the field `bounded`
+    whose index walk stayed between their bounds (`ListRunner._walk`)."""
+    return [
+        (f, _pred(o, x))
+        for f, o, x in conds
+        if not (f == bounded and o in _BOUNDS and x is not None)
+    ]
+
+
 def _pred(op: str, x: Any) -> Pred:
     if op == "eq":
         return lambda v: v == x
@@ -97,7 +111,6 @@ class ListRunner:
         sort = args.get("sort") or (self.op.sort[0] if self.op.sort else "")
         field, desc = sort_key(sort) if sort else ("", False)
         conds = [(f, o, args[a]) for a, (f, o) in self.conds.items() if a in args]
-        preds = [(f, _pred(o, x)) for f, o, x in conds]
         page = self.page
         limit = args.get("limit", page.size if page else 0)
         if page is not None and not 1 <= limit <= page.max_size:
@@ -116,7 +129,8 @@ class ListRunner:
         )
         reverse = desc != back
         inclusive = fault == "page_drift" and after is not None
-        ids = self._walk(rows, ix, field, conds, after, reverse, inclusive)
+        ids, bounded = self._walk(rows, ix, field, conds, after, reverse, inclusive)
+        preds = _preds(conds, field if bounded else None)
         match = (rid for rid in ids if all(p(rows[rid][f]) for f, p in preds)) if preds else ids
         if page is None:
             return [rows[rid] for rid in match]  # page kinds never reach a list without pages
@@ -146,7 +160,7 @@ class ListRunner:
             has_more = False
         data = [rows[rid] for rid in got]
         if page.style == "offset":
-            total = len(rows) if not preds else self._count(rows, ix, field, conds, preds)
+            total = len(rows) if not conds else self._count(rows, ix, field, conds)
             return {"data": data, "has_more": has_more, "total": total}
         edge = (got[0] if back else got[-1]) if got and has_more else None
         token = None if edge is None else self._cursor(sort, field, rows[edge], edge)
@@ -163,8 +177,10 @@ class ListRunner:
         after: tuple[Any, ...] | None,
         reverse: bool,
         inclusive: bool,
-    ) -> Iterator[str]:
-        """Candidate ids in answer order, from just past `after` (at it, when inclusive)."""
+    ) -> tuple[Iterator[str], bool]:
+        """Candidate ids in answer order, from just past `after` (at it, when inclusive), and
+        whether they come from the sort field's index between the bounds its conditions set
+        (then those conditions hold already, and `_preds` leaves them out)."""
         # The smallest equality bucket of an indexed field, if any: its ids in id order.
         best: IdSet | None = None
         if ix is not None:
@@ -181,21 +197,21 @@ class ListRunner:
                             best = ids
         if field and best is not None and len(best) <= _SORT_HERE:
             keyed = sorted(((self._key(field, rows[r], r), r) for r in best), reverse=reverse)
-            return self._after(keyed, after, reverse, inclusive)
+            return self._after(keyed, after, reverse, inclusive), False
         ks: KeySet | None = ix.keys(field or "id") if ix is not None else None
         if not field and (ks is None or (best is not None and len(best) * 8 < len(rows))):
             # id order from an IdSet: the bucket's, or the table's (a list without pages)
             idset = best if best is not None else ix.ids if ix is not None else None
             if idset is None:
                 keyed = sorted(((self._key("", rows[r], r), r) for r in rows), reverse=reverse)
-                return self._after(keyed, after, reverse, inclusive)
+                return self._after(keyed, after, reverse, inclusive), False
             start = after[1] if after is not None else None
             if start is not None and reverse and inclusive:
                 start = (*start, "")  # just above the cursor's own id
             walk = idset.walk(start, reverse=reverse)
             if start is not None and not reverse and not inclusive:
-                return _drop_if(walk, lambda r: id_order(r) == start)
-            return walk
+                return _drop_if(walk, lambda r: id_order(r) == start), False
+            return walk, False
         if ks is None:
             name = field or "id"
             ks = KeySet.of([entry(field_value(d, name), rid) for rid, d in rows.items()])
@@ -212,13 +228,14 @@ class ListRunner:
                 hi = _min(hi, (True, x))
             if o in ("lte", "eq"):
                 hi = _min(hi, (True, x, TOP))
+            lo = _max(lo, _PRESENT)  # these conditions never hold for a field left unset
         if after is not None:
             # (key, _MAX) sorts just after the entry of key: past the cursor's own record
             if not reverse:
                 lo = _max(lo, after if inclusive else (*after, _MAX))
             else:
                 hi = _min(hi, (*after, _MAX) if inclusive else after)
-        return map(_ID, ks.walk(lo, hi, reverse=reverse))
+        return map(_ID, ks.walk(lo, hi, reverse=reverse)), bool(field)
 
     @staticmethod
     def _after(
@@ -230,8 +247,9 @@ class ListRunner:
             return (r for k, r in keyed if k < after or (inclusive and k == after))
         return (r for k, r in keyed if k > after or (inclusive and k == after))
 
-    def _count(self, rows: Any, ix: Any, field: str, conds: Any, preds: Any) -> int:
-        ids = self._walk(rows, ix, field, conds, None, False, False)
+    def _count(self, rows: Any, ix: Any, field: str, conds: Any) -> int:
+        ids, bounded = self._walk(rows, ix, field, conds, None, False, False)
+        preds = _preds(conds, field if bounded else None)
         return sum(1 for rid in ids if all(p(rows[rid][f]) for f, p in preds))
 
     def _key(self, field: str, data: Any, rid: str) -> tuple[Any, ...]:
