@@ -30,7 +30,22 @@ before every round: on a loaded machine, read the CPU times and the ratios, not 
 Targets (issue 24): 1,000 runs under 10 s of pytest time on 2 cores, 20 runs under 0.3 s,
 `-n 2` at least 1.7x.
 
+`--plugin N` (issue 24) measures the plugin's own cost per run, apart from any agent: one
+test of N runs (`world` of the shop example, its faults, four `world.call`s, no agent),
+against the same four calls in a plain `@pytest.mark.parametrize("i", range(N))` test that
+makes its world with `World.from_spec(spec, run=i)`, each in its own process; the difference
+of the medians of process CPU over rounds, divided by N. Target: under 1 ms.
+
+Bytecode: this machine sets `PYTHONDONTWRITEBYTECODE=1`, so every process compiles every
+module it imports, and pytest rewrites the asserts of every plugin module again. A
+developer's machine keeps both caches, so by default the measured processes run with
+bytecode writing on and `PYTHONPYCACHEPREFIX` in a temporary directory, after one unmeasured
+warm-up of each command ("warm"); `--cold` keeps the environment as it is.
+
     uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
+        [--plugin 1000] [--cold]
+
+(`--only-agents` skips the 20-run start-up measurement, also after `--plugin`.)
 """
 
 from __future__ import annotations
@@ -93,9 +108,51 @@ async def test_careful(world, mcp_server):
 """
 
 
+PLUGIN_SUITE = """
+import pytest
+
+@pytest.mark.world("shop.yaml")
+@pytest.mark.faults
+@pytest.mark.runs({runs})
+@pytest.mark.min_pass_rate(0)
+def test_calls(world):
+    calls(world)
+"""
+
+PLAIN_SUITE = """
+import pytest
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import load_spec
+
+SPEC = load_spec("shop.yaml")
+
+@pytest.mark.parametrize("i", range({runs}))
+def test_calls(i):
+    calls(World.from_spec(SPEC, run=i))
+"""
+
+CALLS = """
+def calls(world):
+    world.call("get_order", {"id": "1"})
+    world.call("create_return", {"order_id": "1", "reason": "damaged"})
+    world.call("issue_refund", {"order_id": "1", "amount": 25.0})
+    world.call("list_refunds", {"order_id": "1"})
+"""
+
+#: the environment of the measured processes (`warm` in main: bytecode cached)
+ENV: dict[str, str] = dict(os.environ)
+
+
+def warm_environment(cache: Path) -> None:
+    """Bytecode written and read from `cache`, as on a machine without
+    PYTHONDONTWRITEBYTECODE (see the module docstring)."""
+    ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    ENV["PYTHONPYCACHEPREFIX"] = str(cache)
+
+
 def timed(args: list[str], cwd: Path) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False, env=ENV)
     wall = time.perf_counter() - start
     if done.returncode not in (0, 1, 5):  # 1: the gate may fail; 5: no tests (empty file)
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
@@ -118,6 +175,32 @@ def pytest_seconds(out: str) -> tuple[float, str]:
     found = re.search(r" in ([\d.]+)s", last)
     assert found, out
     return float(found.group(1)), re.sub(r" in [\d.]+s.*", "", last).strip("= ")
+
+
+def plugin_cost(runs: int, rounds: int) -> None:
+    """`--plugin N`: the plugin's CPU per run, apart from the agent (module docstring)."""
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
+        shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
+        (d / "pytest.ini").write_text(INI)
+        (d / "test_plugin.py").write_text(PLUGIN_SUITE.format(runs=runs) + CALLS)
+        (d / "test_plain.py").write_text(PLAIN_SUITE.format(runs=runs) + CALLS)
+        base = [py, "-m", "pytest", "-q", "--faultbench-no-early-stop", "-p", "no:trio"]
+        commands = {"faultbench runs": [*base, "test_plugin.py"], "plain": [*base, "test_plain.py"]}
+        for args in commands.values():  # warm-up (bytecode caches), not counted
+            cpu_timed(args, d)
+        seen: dict[str, list[float]] = {name: [] for name in commands}
+        for r in range(rounds):
+            print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
+            for name, args in commands.items():
+                _wall, cpu, _out = cpu_timed(args, d)
+                seen[name].append(cpu)
+    ours, plain = (statistics.median(seen[n]) for n in ("faultbench runs", "plain"))
+    print(f"{runs} runs, process CPU, median of {rounds} rounds (faults on, early stop off):")
+    print(f"  faultbench runs(N): {ours:6.2f} s   plain parametrize: {plain:6.2f} s")
+    print(f"  plugin per run: {(ours - plain) / runs * 1e3:.2f} ms (target < 1 ms)")
 
 
 def agent_suites(runs: int, rounds: int) -> None:
@@ -144,6 +227,8 @@ def agent_suites(runs: int, rounds: int) -> None:
             commands[f"{framework}, -n 2"] = [*base, "-n", "2"]
         seen: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         outcome: dict[str, str] = {}
+        for args in commands.values():  # warm-up (bytecode caches), not counted
+            cpu_timed([*args[:-2], "--co"] if args[-2] == "-n" else [*args, "--co"], d)
         for r in range(rounds):
             print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
             for name, args in commands.items():
@@ -169,7 +254,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--agents", type=int, metavar="N", default=None)
     parser.add_argument("--only-agents", action="store_true")
+    parser.add_argument("--plugin", type=int, metavar="N", default=None)
+    parser.add_argument("--cold", action="store_true", help="keep PYTHONDONTWRITEBYTECODE")
     opts = parser.parse_args()
+    cache = tempfile.TemporaryDirectory()
+    if not opts.cold:
+        warm_environment(Path(cache.name))
+    print("bytecode:", "as the environment has it (cold)" if opts.cold else "cached (warm)")
+    if opts.plugin is not None:
+        plugin_cost(opts.plugin, opts.rounds)
+        if opts.only_agents:
+            return
     if opts.agents is not None:
         agent_suites(opts.agents, opts.rounds)
         if opts.only_agents:
@@ -197,6 +292,8 @@ def main() -> None:
         best: dict[str, float] = {}
         pytest_time = float("inf")
         outcome = ""
+        for args in commands.values():  # warm-up (bytecode caches), not counted
+            timed(args, d)
         for _ in range(opts.rounds):
             for name, args in commands.items():
                 wall, out = timed(args, d)

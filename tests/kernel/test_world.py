@@ -44,6 +44,38 @@ def test_log_starts_with_world_created_then_seed_rows(world, spec):
     assert World.from_spec(spec, seed=3).seed == 3
 
 
+@pytest.mark.parametrize("seed", [7, 8])
+def test_a_repeated_genesis_equals_a_fresh_one(spec, seed, monkeypatch):
+    """Worlds of one spec and seed start from the last genesis made (a suite's runs do):
+    each must equal, event for event and field for field, one seeded from nothing."""
+    import immutables
+    import msgspec
+
+    from faultbench.kernel._world import _world as world_module
+
+    def unindexed(world: World) -> object:
+        return msgspec.structs.replace(world.snapshot()._state, index=immutables.Map())
+
+    def fresh(run: int, faults: bool) -> World:
+        monkeypatch.setattr(world_module, "_last_genesis", None)
+        return World.from_spec(spec, seed=seed, run=run, faults=faults)
+
+    World.from_spec(spec, seed=seed)  # the one the others reuse
+    for run, faults in [(0, True), (3, True), (5, False)]:
+        reused = World.from_spec(spec, seed=seed, run=run, faults=faults)
+        assert world_module._last_genesis is not None  # the path under test was taken
+        made = fresh(run, faults)
+        assert unindexed(reused) == unindexed(made)  # every field but the derived indexes
+        assert reused.state_hash() == made.state_hash()
+        assert msgspec.json.encode(list(reused.events)) == msgspec.json.encode(list(made.events))
+        assert (reused.events[0].run, reused.events[0].faults) == (run, faults)
+    # worlds from one genesis stay independent: a write to one is not seen by another
+    one, other = World.from_spec(spec, seed=seed), World.from_spec(spec, seed=seed, run=1)
+    one.order.update("1", status="shipped")
+    assert (one.order.get("1")["status"], other.order.get("1")["status"]) == ("shipped", "placed")
+    assert World.from_spec(spec, seed=seed).state_hash() == other.state_hash() != one.state_hash()
+
+
 def test_public_attributes_match_the_reserved_list(world):
     public = {n for n in dir(world) if not n.startswith("_")}
     assert public == set(WORLD_ATTRIBUTES)

@@ -30,6 +30,7 @@ Facts about mcp 2.3.0 this module relies on (checked against the installed sourc
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -417,7 +418,10 @@ def _call_line(result: CallResult) -> str:
     return f"{result.call_id} {result.tool} -> {outcome}{fault} ({result.latency_s:g}s virtual)"
 
 
+@functools.cache
 def _version() -> str:
+    """faultbench's installed version (read once: reading a distribution's metadata costs
+    ~0.3 ms, and the plugin builds a server per run)."""
     try:
         from importlib.metadata import version
 

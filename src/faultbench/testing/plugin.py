@@ -63,6 +63,9 @@ SESSION_KEY = pytest.StashKey["FaultbenchSession"]()
 SPECS_KEY = pytest.StashKey[dict[Path, tuple[int, "WorldSpec"]]]()
 #: the `mcp_command` a run used: its journal is the run's world
 COMMAND_KEY = pytest.StashKey[ServeCommand]()
+#: a node's `Plan` (None: not ours), once read
+PLAN_KEY = pytest.StashKey["Plan | None"]()
+_UNREAD: Any = object()
 #: the fixtures that make a test one of faultbench's (its async test runs on asyncio here)
 FIXTURES = ("world", "mcp_server", "mcp_url", "mcp_command", "trace", "clock", "faults")
 
@@ -138,11 +141,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _plan(node: Any) -> Plan | None:
+def _plan(node: Any, *, keep: bool = True) -> Plan | None:
+    """The plan of `node`'s markers, read once per node from its set-up on (a run's hooks
+    and fixtures ask for it several times); `keep=False` during collection, where another
+    plugin may still add markers."""
+    got = node.stash.get(PLAN_KEY, _UNREAD) if keep else _UNREAD
+    if got is not _UNREAD:
+        return got
     try:
-        return Plan.of(node)
+        plan = Plan.of(node)
     except ValueError as exc:
         pytest.fail(f"{node.nodeid}: {exc}", pytrace=False)
+    if keep:
+        node.stash[PLAN_KEY] = plan
+    return plan
 
 
 def _runs(config: pytest.Config, plan: Plan) -> int:
@@ -187,7 +199,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 @pytest.hookimpl(trylast=True)  # after the test's own parametrize: its ids come first
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     _check_marks(metafunc.definition)
-    plan = _plan(metafunc.definition)
+    plan = _plan(metafunc.definition, keep=False)
     if plan is None:
         return
     if RUN_PARAM not in metafunc.fixturenames:
@@ -220,7 +232,7 @@ def pytest_collection_modifyitems(
         callspec = getattr(item, "callspec", None)
         if callspec is None or RUN_PARAM not in callspec.params:
             continue
-        plan = _plan(item)
+        plan = _plan(item, keep=False)
         if plan is None:
             continue
         index = callspec.params[RUN_PARAM]
