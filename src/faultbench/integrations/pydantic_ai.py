@@ -27,16 +27,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Any, Unpack
-
-import anyio
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
 from ._run import (
-    STDIO_START_TIMEOUT,
     AgentRun,
-    Http,
     InProcess,
     Target,
     Transport,
@@ -48,10 +44,6 @@ from ._run import (
 from ._script import Policy, Reply, Seen, ToolCall, seen_result
 
 try:
-    from fastmcp.client.transports import ClientTransport, StdioTransport
-    from fastmcp.client.transports.base import SessionKwargs, TransportOptions
-    from mcp import ClientSession
-    from mcp.shared.memory import create_client_server_memory_streams
     from pydantic_ai import Agent
     from pydantic_ai.exceptions import (
         ModelAPIError,
@@ -63,7 +55,6 @@ try:
         ModelUnavailableError,
         UnexpectedModelBehavior,
     )
-    from pydantic_ai.mcp import MCPToolset
     from pydantic_ai.messages import (
         ModelMessage,
         ModelResponse,
@@ -89,6 +80,20 @@ from faultbench.kernel import World
 from faultbench.kernel.lowlevel import ModelFault
 from faultbench.serve import WorldServer, to_wire
 
+if TYPE_CHECKING:
+    from ._pydantic_ai_mcp import WorldTransport
+
+
+def __getattr__(name: str) -> Any:
+    """`WorldTransport` (a fastmcp transport) on first use: fastmcp is imported only by who
+    needs an MCP session."""
+    if name == "WorldTransport":
+        from ._pydantic_ai_mcp import WorldTransport
+
+        return WorldTransport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "FaultyModel",
     "WorldToolset",
@@ -99,58 +104,15 @@ __all__ = [
 ]
 
 
-class WorldTransport(ClientTransport):
-    """A fastmcp transport to a `WorldServer` in this process: no subprocess, no socket.
-
-    Each connection runs the server over a fresh pair of memory streams in a task of the
-    caller's task group and ends it when the connection closes.
-    """
-
-    def __init__(self, server: WorldServer):
-        self.server = server
-
-    @contextlib.asynccontextmanager
-    async def connect_session(
-        self,
-        *,
-        transport_options: TransportOptions | None = None,
-        **session_kwargs: Unpack[SessionKwargs],
-    ) -> AsyncGenerator[ClientSession, None]:
-        options = transport_options or TransportOptions()
-        server = self.server
-        async with (
-            create_client_server_memory_streams() as (client_streams, server_streams),
-            anyio.create_task_group() as tg,
-        ):
-            tg.start_soon(
-                lambda: server.run(*server_streams, server.create_initialization_options())
-            )
-            try:
-                async with options.session_class(
-                    read_stream=client_streams[0],
-                    write_stream=client_streams[1],
-                    **session_kwargs,
-                ) as session:
-                    yield session
-            finally:
-                tg.cancel_scope.cancel()
-
-    def __repr__(self) -> str:
-        return f"<WorldTransport(world={self.server.world.name!r})>"
-
-
 def _toolset_for(
     where: Target, transport: Transport = "direct", **kwargs: Any
 ) -> AbstractToolset[Any]:
-    if isinstance(where, InProcess):
-        if check_transport(transport) == "direct":
-            return WorldToolset(where.server, **kwargs)
-        return MCPToolset(WorldTransport(where.server), **kwargs)
-    if isinstance(where, Http):
-        return MCPToolset(where.url, **kwargs)
-    command, *args = where.argv
-    kwargs.setdefault("init_timeout", STDIO_START_TIMEOUT)
-    return MCPToolset(StdioTransport(command, args, keep_alive=False), **kwargs)
+    if isinstance(where, InProcess) and check_transport(transport) == "direct":
+        return WorldToolset(where.server, **kwargs)
+    # an MCP session: fastmcp and Pydantic AI's MCP client, imported only now (~0.4 s)
+    from ._pydantic_ai_mcp import mcp_toolset
+
+    return mcp_toolset(where, **kwargs)
 
 
 def toolset(

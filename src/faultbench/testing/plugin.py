@@ -147,7 +147,7 @@ def _plan(node: Any, *, keep: bool = True) -> Plan | None:
     plugin may still add markers."""
     got = node.stash.get(PLAN_KEY, _UNREAD) if keep else _UNREAD
     if got is not _UNREAD:
-        return got
+        return cast("Plan | None", got)
     try:
         plan = Plan.of(node)
     except ValueError as exc:
