@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from agents import Agent, Runner
 from agents.exceptions import MaxTurnsExceeded
+from agents.testing.model import UnexpectedModelCall
 
 from faultbench.integrations import Reply, ToolCall
 from faultbench.integrations.openai_agents import (
@@ -31,6 +32,18 @@ async def test_running_out_of_turns_is_a_failed_run_not_an_exception(shop):
     assert run.output is None
     assert run.result is None
     assert run.trace.count("get_order", ok=False) == 3
+
+
+async def test_a_scripted_model_plays_at_most_its_max_turns(shop):
+    # its steps are made one turn ahead (not all up front): it still stops at max_turns
+    def stubborn(seen):
+        return ToolCall("get_order", {"id": "nope"})
+
+    model = scripted_model(stubborn, max_turns=4)
+    assert model.remaining_steps == 1
+    with pytest.raises(UnexpectedModelCall, match="#5: no scripted steps remain"):
+        await run_agent(model, "go", mcp=build_server(shop), max_turns=10)
+    assert shop.trace.count("get_order", ok=False) == 4
 
 
 async def test_the_policy_sees_error_text_as_a_failed_result(shop):

@@ -413,12 +413,18 @@ def scripted_model(policy: Policy, *, max_turns: int = MAX_TURNS) -> ScriptedMod
     """A `ScriptedModel` that plays `policy`: one tool call or the final reply per turn (at
     most `max_turns` turns, like `run_agent`'s default)."""
     ids = itertools.count(1)
+    turns = itertools.count(1)
 
     def respond(call: ModelCall) -> Any:
+        # The next turn's step is made now, not all `max_turns` up front: the SDK checks
+        # each step as it is added (~0.15 ms), and most runs take a few turns of twenty.
+        if next(turns) < max_turns:
+            model.enqueue(ModelStep.respond(respond))
         step = policy(_history(call.input))
         if isinstance(step, Reply):
             return [assistant_message(step.text)]
         assert isinstance(step, ToolCall), f"a policy returns ToolCall or Reply, not {step!r}"
         return [function_call(step.tool, dict(step.args), call_id=f"call_{next(ids)}")]
 
-    return ScriptedModel([ModelStep.respond(respond) for _ in range(max_turns)])
+    model = ScriptedModel([ModelStep.respond(respond)] if max_turns > 0 else [])
+    return model
