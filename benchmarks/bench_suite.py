@@ -43,7 +43,11 @@ bytecode writing on and `PYTHONPYCACHEPREFIX` in a temporary directory, after on
 warm-up of each command ("warm"); `--cold` keeps the environment as it is.
 
     uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
-        [--plugin 1000] [--cold]
+        [--plugin 1000] [--cold] [--src OTHER_CHECKOUT/src]
+
+`--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
+process; this script and the examples stay this checkout's): run it once per checkout,
+alternating, for a before/after.
 
 (`--only-agents` skips the 20-run start-up measurement, also after `--plugin`.)
 """
@@ -256,7 +260,20 @@ def main() -> None:
     parser.add_argument("--only-agents", action="store_true")
     parser.add_argument("--plugin", type=int, metavar="N", default=None)
     parser.add_argument("--cold", action="store_true", help="keep PYTHONDONTWRITEBYTECODE")
+    parser.add_argument("--src", type=Path, default=None, help="another checkout's src/")
     opts = parser.parse_args()
+    if opts.src is not None:
+        ENV["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(opts.src.resolve()), ENV.get("PYTHONPATH", "")) if p
+        )
+    where = subprocess.run(
+        [sys.executable, "-c", "import faultbench; print(faultbench.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=ENV,
+    ).stdout.strip()
+    print("faultbench measured:", where)
     cache = tempfile.TemporaryDirectory()
     if not opts.cold:
         warm_environment(Path(cache.name))
