@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ..transports import FRAMEWORKS, Reach, run_gated, run_over
-from . import agents, agents_feed, agents_pages, agents_pending, agents_token
+from . import agents, agents_feed, agents_order, agents_pages, agents_pending, agents_token
 
 pytestmark = [
     pytest.mark.anyio,
@@ -53,6 +53,13 @@ async def test_the_careful_agent_books_each_refund_once(world, gated, trace):
     run = await run_gated(gated, agents_feed.careful, agents_feed)
     assert run.ok, run.error
     assert agents_feed.booked(world) == agents_feed.REFUNDS, trace.summary()
+
+
+async def test_the_careful_agent_keeps_each_charges_latest_state(world, gated, trace):
+    """Two events of one charge swapped on the feed (or one of them twice)."""
+    agents_order.refund_some(world)
+    run = await run_gated(gated, agents_order.careful, agents_order)
+    assert run.output == agents_order.expected(world), trace.summary()
 
 
 @pytest.mark.world("worlds/stripe_app.yaml")  # the API as a Stripe App reaches it: OAuth
