@@ -21,6 +21,8 @@ from typing import Any
 
 from faultbench.integrations import Reply, Seen, ToolCall
 
+from .agents_feed import read_feed
+
 PROMPT = (
     "Read the charge.refunded events of the event feed and tell me, for each charge, how many "
     "cents have been refunded of it in all."
@@ -44,12 +46,9 @@ def _happened(event: dict[str, Any]) -> tuple[str, int]:
 
 def _policy(in_order: bool):
     def policy(seen: Sequence[Seen]) -> ToolCall | Reply:
-        feeds = [s for s in seen if s.tool == "list_events"]
-        if not feeds or not feeds[-1].ok:
-            if len(feeds) == 3:
-                return Reply(f"Could not read the feed: {feeds[-1].text}")
-            return ToolCall("list_events", {"type": "charge.refunded", "limit": 100})
-        events = feeds[-1].value["data"]
+        events = read_feed(seen)  # as the booking agents read it
+        if not isinstance(events, list):
+            return events
         if in_order:
             events = sorted(events, key=_happened)
         totals: dict[str, int] = {}
