@@ -97,7 +97,7 @@ def test_the_payments_api_fails_each_naive_gate_for_its_own_reason():
     proc = pytest_in_repo("examples/stripe/naive_gate.py")
     out = proc.stdout
     assert proc.returncode == 1, out
-    assert "4 gates failed" in out.splitlines()[-1], out
+    assert "6 gates failed" in out.splitlines()[-1], out
     gates = {}  # gate name -> its summary: its line and the indented lines under it
     for block in re.split(r"^(?=examples/stripe/naive_gate\.py::)", out, flags=re.M)[1:]:
         gates[block.split("::")[1].split(":")[0]] = block
@@ -118,6 +118,15 @@ def test_the_payments_api_fails_each_naive_gate_for_its_own_reason():
             "(tolerated): create_refund → create_refund → create_refund → "
             "list_events!duplicate_delivery → book_refund → book_refund → book_refund → "
             "book_refund\n"
+        ],
+        "test_the_naive_agent_keeps_each_charges_latest_state": [  # the older ch_1 last
+            "list_events!out_of_order\n        AssertionError: assert '2: 700; ch_1: 1500' == "
+            "'2: 700; ch_1: 2500'"
+        ],
+        "test_the_naive_agent_renews_its_token": [  # the same 401 again, then it gives up
+            f"(tolerated): {done}{tool}!token_expired → {tool}!unauthorized → {tool}!unauthorized\n"
+            for done in ("", "list_charges → ", "list_charges → create_refund → ")
+            for tool in ("list_charges", "create_refund")
         ],
     }
     for gate, shown in reasons.items():

@@ -41,14 +41,22 @@ def _booking(event: dict[str, Any]) -> ToolCall:
     )
 
 
+def read_feed(seen: Sequence[Seen]) -> list[dict[str, Any]] | ToolCall | Reply:
+    """The `charge.refunded` events of the last page read, or the call that reads it (up to
+    three tries), or the reply that gives up."""
+    feeds = [s for s in seen if s.tool == "list_events"]
+    if feeds and feeds[-1].ok:
+        return list(feeds[-1].value["data"])
+    if len(feeds) == 3:
+        return Reply(f"Could not read the feed: {feeds[-1].text}")
+    return ToolCall("list_events", {"type": "charge.refunded", "limit": 100})
+
+
 def _policy(once: bool):
     def policy(seen: Sequence[Seen]) -> ToolCall | Reply:
-        feeds = [s for s in seen if s.tool == "list_events"]
-        if not feeds or not feeds[-1].ok:
-            if len(feeds) == 3:
-                return Reply(f"Could not read the feed: {feeds[-1].text}")
-            return ToolCall("list_events", {"type": "charge.refunded", "limit": 100})
-        events = feeds[-1].value["data"]
+        events = read_feed(seen)
+        if not isinstance(events, list):
+            return events
         booked = [s for s in seen if s.tool == "book_refund" and s.ok]
         if once:
             done = {s.args["event_id"] for s in booked}

@@ -16,7 +16,7 @@ import faultbench
 from faultbench.serve import build_server
 
 from ..transports import Reach, run_over
-from . import agents, agents_feed, agents_pages, agents_pending
+from . import agents, agents_feed, agents_order, agents_pages, agents_pending
 
 pytestmark = pytest.mark.anyio
 
@@ -133,6 +133,23 @@ async def test_a_duplicated_feed_event(framework):
     assert len(careful.trace.calls_to("book_refund")) == 3
     assert agents_feed.booked(world) == agents_feed.REFUNDS
     assert len({e.event_id for e in world.ledger_entries.all()}) == 3
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_a_reordered_feed_event(framework):
+    rules = {"payments.list_events": {"script": {1: "out_of_order"}}}  # the first two swapped
+    world = pinned(rules)
+    agents_order.refund_some(world)
+    naive = await run(framework, agents_order.naive, world)
+    assert naive.trace.summary() == "list_events!out_of_order"
+    assert naive.output == "2: 700; ch_1: 1500"  # ch_1's older state came last, and stayed
+    assert agents_order.expected(world) == "2: 700; ch_1: 2500"
+
+    world = pinned(rules)
+    agents_order.refund_some(world)
+    careful = await run(framework, agents_order.careful, world)
+    assert careful.trace.summary() == "list_events!out_of_order"
+    assert careful.output == agents_order.expected(world) == "2: 700; ch_1: 2500"
 
 
 # ---------------------------------------------------------------------------------------------

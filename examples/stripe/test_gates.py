@@ -1,13 +1,14 @@
 """The careful agents' pass-rate gates: 20 runs of the payments API's own faults each, under
-Pydantic AI in-process and under the OpenAI Agents SDK over streamable HTTP. One gate per
-failure mode (README.md); the naive agents' gates, which fail, are naive_gate.py."""
+Pydantic AI in-process and under the OpenAI Agents SDK over streamable HTTP (the token gate:
+both in-process, see below). One gate per failure mode (README.md); the naive agents' gates,
+which fail, are naive_gate.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from ..transports import run_gated
-from . import agents, agents_feed, agents_pages, agents_pending
+from ..transports import FRAMEWORKS, Reach, run_gated, run_over
+from . import agents, agents_feed, agents_order, agents_pages, agents_pending, agents_token
 
 pytestmark = [
     pytest.mark.anyio,
@@ -52,3 +53,25 @@ async def test_the_careful_agent_books_each_refund_once(world, gated, trace):
     run = await run_gated(gated, agents_feed.careful, agents_feed)
     assert run.ok, run.error
     assert agents_feed.booked(world) == agents_feed.REFUNDS, trace.summary()
+
+
+async def test_the_careful_agent_keeps_each_charges_latest_state(world, gated, trace):
+    """Two events of one charge swapped on the feed (or one of them twice)."""
+    agents_order.refund_some(world)
+    run = await run_gated(gated, agents_order.careful, agents_order)
+    assert run.output == agents_order.expected(world), trace.summary()
+
+
+@pytest.mark.world("worlds/stripe_app.yaml")  # the API as a Stripe App reaches it: OAuth
+@pytest.mark.principal(agents_token.PRINCIPAL)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_careful_agent_renews_its_token(framework, world, mcp_server, trace):
+    """An access token that expires mid-task (`token_expired`), next to timeouts after commit.
+    In-process under both frameworks: the integrations' HTTP clients send no bearer token,
+    which a world with `auth:` needs on `/mcp`."""
+    run = (await run_over(Reach(mcp_server, world), framework, agents_token.careful, agents_token))[
+        0
+    ]
+    assert run.ok, run.error
+    assert agents_token.unrefunded(world) == [], trace.summary()
+    assert sorted(r.charge_id for r in world.refunds.all()) == ["ch_1", "ch_2", "ch_3"]

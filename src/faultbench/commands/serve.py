@@ -132,7 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--webhook-url",
         metavar="URL",
         default=None,
-        help="worlds with webhooks: POST the deliveries due after each MCP tool call to URL "
+        help="worlds with webhooks: POST the deliveries due after each MCP tool call or --rest "
+        "request, and those due on the way of a control API clock move, to URL "
         "(loopback only: http://127.0.0.1:PORT/PATH), signed, each attempt logged; "
         "default: the world file's webhooks: url:",
     )

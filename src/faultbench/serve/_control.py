@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -320,7 +320,7 @@ class Control:
                         'Expected {"advance": SECONDS} with SECONDS >= 0. Instead, received: '
                         f"{show_repr(body['advance'], 80)}. {_GO_BACK}",
                     )
-                world.clock.advance(seconds)
+                await self._move(world, seconds=seconds)
             elif isinstance(body, dict) and set(body) == {"set"}:
                 to, now = _datetime(body["set"]), world.clock.now()
                 to = to.replace(tzinfo=UTC) if to.tzinfo is None else to  # as clock.set reads it
@@ -330,7 +330,7 @@ class Control:
                         f"Expected a time at or after the world's clock, {iso_time(now)}. "
                         f"Instead, received: {iso_time(to)}. {_GO_BACK}",
                     )
-                world.clock.set(to)
+                await self._move(world, to=to)
             else:
                 raise ControlError(
                     400,
@@ -338,6 +338,21 @@ class Control:
                     f"Instead, received: {show_repr(body, 80)}",
                 )
         return _json({"now": iso_time(world.clock.now())})
+
+    async def _move(
+        self, world: World, *, seconds: float | None = None, to: datetime | None = None
+    ) -> None:
+        """Move the clock by `seconds` or to `to`; with a webhook URL (`--webhook-url`),
+        deliver on the way what the move makes due (the events of scheduled effects that
+        fire, retries after their backoff), each attempt at its own virtual time."""
+        if self.server.webhook_url is None:
+            if to is not None:
+                world.clock.set(to)
+            else:
+                world.clock.advance(seconds or 0)
+            return
+        step = to - world.clock.now() if to is not None else timedelta(seconds=seconds or 0)
+        await self.server.deliver_webhooks(world, within=step)
 
     async def faults(self, request: Request) -> Response:
         world = self._world(request)

@@ -21,6 +21,8 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
 - An `Idempotency-Key` header is the argument an operation's `idempotency: {key:}` names.
 - Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
   Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
+- Webhooks (`--webhook-url`): the deliveries a request made due are POSTed after it, as after
+  an MCP tool call.
 """
 
 from __future__ import annotations
@@ -297,7 +299,9 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
 Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
-def _endpoint(world: World, by_method: dict[str, Any]) -> Endpoint:
+def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
+    world = server.world
+
     async def endpoint(request: Request) -> Response:
         op = by_method.get(request.method)
         if op is None:
@@ -319,6 +323,7 @@ def _endpoint(world: World, by_method: dict[str, Any]) -> Endpoint:
             )  # fmt: skip
             return respond(op, refused, [])
         result = await world.acall(op.name, args, token=_token(world, request))
+        await server.deliver_webhooks(world)  # `--webhook-url`: what the call made due
         return respond(op, result, ignored)
 
     return endpoint
@@ -338,7 +343,7 @@ def rest_routes(server: WorldServer) -> list[Route]:
         route_path = path
         for i, name in enumerate(names):
             route_path = route_path.replace("{" + name + "}", "{" + _route_name(name, i) + "}", 1)
-        routes.append(Route(route_path, _endpoint(world, methods), methods=list(methods)))
+        routes.append(Route(route_path, _endpoint(server, methods), methods=list(methods)))
     # a fixed segment beats a parameter (`/v1/charges/search` before `/v1/charges/{charge}`)
     routes.sort(key=lambda r: [s.startswith("{") for s in r.path.split("/")])
     return routes

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -376,24 +377,36 @@ class WorldServer(Server):
                 hook(world, result)
             except Exception:
                 log.exception("after-call hook %r failed", hook)
-        if self.webhook_url is not None:
-            await self._deliver(world, self.webhook_url)
+        await self.deliver_webhooks(world)
         return out
 
-    async def _deliver(self, world: World, url: str) -> None:
-        """POST the webhook deliveries due now, in a worker thread (the endpoint may be
-        served by this very loop), one pass at a time so no attempt is sent twice. A
-        failing endpoint is a failed attempt in the log; anything else is logged here and
-        the agent still gets its answer."""
+    async def deliver_webhooks(
+        self, world: World, *, within: float | timedelta | None = None
+    ) -> None:
+        """POST `world`'s webhook deliveries due now to `webhook_url` (nothing without one),
+        in a worker thread (the endpoint may be served by this very loop), one pass at a time
+        so no attempt is sent twice. With `within` (seconds or a timedelta), also move the clock that far,
+        each attempt sent at its own virtual time on the way (`faultbench.webhooks.deliver`);
+        the clock moves all the same if the pass fails. Every path that calls the world or moves
+        its clock ends here: an MCP tool call, a `--rest` request, the control API's
+        `POST /faultbench/clock`. A failing endpoint is a failed attempt in the log; anything
+        else is logged here and the caller still gets its answer."""
         from faultbench.webhooks import deliver
 
+        url = self.webhook_url
+        if url is None:
+            return
         if self._delivering is None:
             self._delivering = anyio.Lock()
         async with self._delivering:
+            step = within if isinstance(within, timedelta) else timedelta(seconds=within or 0)
+            end = world.clock.now() + step
             try:
-                await anyio.to_thread.run_sync(deliver, world, url)
+                await anyio.to_thread.run_sync(lambda: deliver(world, url, within=within))
             except Exception:
                 log.exception("webhook delivery to %s failed", url)
+            if world.clock.now() < end:  # a pass that failed half-way still moves the clock
+                world.clock.set(end)
 
 
 class WebhookUrlError(ValueError):

@@ -50,6 +50,7 @@ from ._plugin._usage import group_usage, logging_model, run_usage, runs_needed
 if TYPE_CHECKING:
     from faultbench.kernel import VirtualClock, World, WorldSpec
     from faultbench.serve import WorldServer
+    from faultbench.webhooks import WebhookReceiver
 
 #: a run item's identity: group, run, total, min_pass_rate (set at collection)
 RUN_KEY = pytest.StashKey[dict[str, Any]]()
@@ -430,14 +431,39 @@ def mcp_server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     return _server(request, world)
 
 
-def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
+def _server(request: pytest.FixtureRequest, world: World, *, principal: bool = True) -> WorldServer:
     from faultbench.serve import build_server
 
+    url = _webhook_url(request, world)
+    name = _marked_principal(request) if principal else None
     try:
-        return build_server(world, principal=_marked_principal(request))
+        return build_server(world, principal=name, webhook_url=url)
     except ValueError as exc:  # an unknown principal, or a world without auth:
         problem = str(exc)
     pytest.fail(f"{request.node.nodeid}: @pytest.mark.principal: {problem}", pytrace=False)
+
+
+def _webhook_url(request: pytest.FixtureRequest, world: World) -> str | None:
+    """The `webhook_receiver`'s URL when the test takes it (its served world delivers there;
+    the receiver checks signatures with the world's secret), else None."""
+    if "webhook_receiver" not in request.node.fixturenames:
+        return None
+    if isinstance(request, _ItemRequest):  # a concurrent batch shares the test's fixtures
+        pytest.fail(
+            f"{request.node.nodeid}: runs concurrently and takes webhook_receiver, which "
+            "would record every run's deliveries at once. Run it with concurrency=1.",
+            pytrace=False,
+        )
+    if world.spec.webhooks is None:
+        pytest.fail(
+            f"{request.node.nodeid}: takes webhook_receiver, but the world {world.name!r} has "
+            "no webhooks: block, so it delivers nothing; expected a world file with "
+            "'webhooks: {secret: ...}' and events: (docs/WORLDS.md, \"Webhooks\")",
+            pytrace=False,
+        )
+    receiver = request.getfixturevalue("webhook_receiver")
+    receiver.secret = world.spec.webhooks.secret
+    return str(receiver.url)
 
 
 @pytest.fixture
@@ -478,19 +504,34 @@ def mcp_command(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iter
             spec=start.spec,
             start=start,
             principal=_marked_principal(request),
+            webhook_url=_webhook_url(request, start),
         )
         request.node.stash[COMMAND_KEY] = command
         yield command
 
 
 @pytest.fixture
-def mcp_url(world: World) -> Iterator[str]:
+def mcp_url(request: pytest.FixtureRequest, world: World) -> Iterator[str]:
     """The URL (`http://127.0.0.1:PORT/mcp`) of a streamable HTTP MCP server on this run's
     world, on a free loopback port, stopped after the test."""
     from faultbench.serve import serve_in_thread
 
-    with serve_in_thread(world) as url:
+    # HTTP clients bring their own bearer tokens: no principal for the server
+    with serve_in_thread(_server(request, world, principal=False)) as url:
         yield url
+
+
+@pytest.fixture
+def webhook_receiver() -> Iterator[WebhookReceiver]:
+    """A webhook endpoint on 127.0.0.1 for this test (`faultbench.webhooks.WebhookReceiver`):
+    it keeps every POST it gets (`received`: path, headers with the signature, raw body;
+    `events()`: the events, signatures checked) and answers 200, or the next of `statuses`.
+    A test that takes it and `mcp_server`, `mcp_url` or `mcp_command` has its run's world
+    (one with `webhooks:`) deliver there after each call and each clock move."""
+    from faultbench.webhooks import WebhookReceiver
+
+    with WebhookReceiver() as receiver:
+        yield receiver
 
 
 # ---------------------------------------------------------------------------------------------

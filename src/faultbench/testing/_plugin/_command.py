@@ -39,6 +39,7 @@ class ServeCommand(list[str]):
         spec: Any,
         start: Any,
         principal: str | None = None,
+        webhook_url: str | None = None,
     ):
         argv = [sys.executable, "-m", "faultbench", "serve", str(world_file), "--run", str(run)]
         if seed is not None:
@@ -47,6 +48,8 @@ class ServeCommand(list[str]):
             argv += ["--faults", json.dumps(faults, sort_keys=True, default=str)]
         if principal is not None:  # a world with auth: (`@pytest.mark.principal`)
             argv += ["--principal", principal]
+        if webhook_url is not None:  # the test takes `webhook_receiver`
+            argv += ["--webhook-url", webhook_url]
         argv += ["--events", str(journal)]
         super().__init__(argv)
         self.journal = journal
