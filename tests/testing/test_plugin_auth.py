@@ -1,5 +1,6 @@
 """`@pytest.mark.principal(NAME)`: the run's MCP servers act as a principal of a world with
-`auth:` (in-process `mcp_server`, and `mcp_command`'s `--principal`)."""
+`auth:` (in-process `mcp_server`, `mcp_command`'s `--principal`, and `mcp_url`'s bearer token,
+which `run_agent` sends under each framework)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,66 @@ def test_the_principal_marker_sets_who_the_servers_act_as(desk):
         ["*test_unknown_principal*@pytest.mark.principal: unknown principal 'nobody'*"]
     )
     assert "During handling" not in result.stdout.str()
+
+
+HTTP_TESTS = """
+import pytest
+from faultbench.integrations import Reply, ToolCall
+from faultbench.integrations import openai_agents, pydantic_ai
+
+pytestmark = [pytest.mark.world("world.yaml"), pytest.mark.anyio]
+FRAMEWORKS = pytest.mark.parametrize("framework", [pydantic_ai, openai_agents])
+
+
+def refund(seen):
+    if not seen:
+        return ToolCall("issue_refund", {"order_id": "o1", "amount": 5})
+    return Reply(seen[-1].text)
+
+
+async def run(framework, url):
+    return await framework.run_agent(framework.scripted_model(refund), "refund", mcp=url)
+
+
+@FRAMEWORKS
+@pytest.mark.principal("support_agent")
+async def test_the_token_goes_with_the_url(world, mcp_url, framework):
+    assert mcp_url.headers["Authorization"].startswith("Bearer ")
+    agent = await run(framework, mcp_url)
+    assert agent.ok, agent.error
+    assert agent.trace.count("issue_refund", ok=True) == 1
+    assert len(world.refunds) == 1
+
+
+@pytest.mark.principal("support_agent")
+async def test_the_bare_url_is_refused(world, mcp_url):
+    agent = await run(pydantic_ai, str(mcp_url))  # a plain str: no headers
+    assert "401 Unauthorized" in agent.output
+    assert len(world.refunds) == 0
+
+
+@pytest.mark.principal("readonly_bot")
+async def test_the_principal_is_the_marked_one(world, mcp_url):
+    agent = await run(openai_agents, mcp_url)
+    assert "403 Forbidden: insufficient_scope" in agent.output
+    assert len(world.refunds) == 0
+
+
+def test_no_principal_no_headers(mcp_url):
+    assert mcp_url.headers == {}
+"""
+
+
+def test_mcp_url_carries_the_marked_principals_token(pytester: pytest.Pytester):
+    pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
+    pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+    pytester.makefile(".yaml", world=WORLD)
+    pytester.makepyfile(test_http=HTTP_TESTS)
+    pytester.makeconftest(
+        "import pytest\n\n@pytest.fixture\ndef anyio_backend():\n    return 'asyncio'\n"
+    )
+    pytester.makeini(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\naddopts = -p no:cacheprovider\n"
+    )
+    result = pytester.runpytest_subprocess("-q", "-p", "no:trio")
+    result.assert_outcomes(passed=5)

@@ -3,7 +3,8 @@
 `faultbench.integrations.pydantic_ai` and `faultbench.integrations.openai_agents` each offer
 `run_agent(model, prompt, *, mcp, ...)`, where `mcp` is a `WorldServer` (in-process, the fast
 path), a streamable HTTP URL (`faultbench serve WORLD --http`) or a stdio command
-(`["faultbench", "serve", "world.yaml"]`). Both return an `AgentRun`: the framework's result,
+(`["faultbench", "serve", "world.yaml"]`); a `ServedUrl` is a URL with the headers to send
+(a bearer token for a world with `auth:`). Both return an `AgentRun`: the framework's result,
 or the failure that ended the run, together with the world's trace.
 
 `Seen`, `ToolCall` and `Reply` describe a scripted agent (a *policy*: what it has seen so far
@@ -14,10 +15,12 @@ Importing this package imports neither framework; each module raises `ImportErro
 the extra to install when its framework is missing.
 """
 
+from faultbench.serve import ServedUrl as ServedUrl  # a URL with headers, for run_agent
+
 from ._run import AgentRun as AgentRun
 from ._script import Policy as Policy
 from ._script import Reply as Reply
 from ._script import Seen as Seen
 from ._script import ToolCall as ToolCall
 
-__all__ = ["AgentRun", "Policy", "Reply", "Seen", "ToolCall"]
+__all__ = ["AgentRun", "Policy", "Reply", "Seen", "ServedUrl", "ToolCall"]

@@ -68,6 +68,8 @@ def mcp_toolset(where: Target, **kwargs: Any) -> MCPToolset:
     if isinstance(where, InProcess):
         return MCPToolset(WorldTransport(where.server), **kwargs)
     if isinstance(where, Http):
+        if where.headers:
+            kwargs.setdefault("headers", where.headers)
         return MCPToolset(where.url, **kwargs)
     command, *args = where.argv
     kwargs.setdefault("init_timeout", STDIO_START_TIMEOUT)

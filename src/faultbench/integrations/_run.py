@@ -87,6 +87,8 @@ class InProcess:
 @dataclass
 class Http:
     url: str
+    #: sent with every MCP request (a `ServedUrl`'s)
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def control(self) -> str:
@@ -123,7 +125,7 @@ def target(mcp: WorldServer | str | Sequence[str]) -> Target:
         return InProcess(mcp)
     if isinstance(mcp, str):
         if mcp.startswith(("http://", "https://")):
-            return Http(mcp)
+            return Http(str(mcp), dict(getattr(mcp, "headers", None) or {}))
         mcp = shlex.split(mcp)
     if isinstance(mcp, Sequence) and mcp and all(isinstance(a, str) for a in mcp):
         argv = list(mcp)

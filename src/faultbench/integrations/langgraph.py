@@ -63,6 +63,8 @@ async def _session(where: Target) -> AsyncIterator[Any]:
     connection: dict[str, Any]
     if isinstance(where, Http):
         connection = {"transport": "streamable_http", "url": where.url}
+        if where.headers:
+            connection["headers"] = where.headers
     else:
         command, *args = where.argv
         connection = {"transport": "stdio", "command": command, "args": args}

@@ -56,7 +56,12 @@ try:
     from agents import Agent, RunConfig, Runner
     from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
     from agents.items import ModelResponse
-    from agents.mcp import MCPServer, MCPServerStdio, MCPServerStreamableHttp
+    from agents.mcp import (
+        MCPServer,
+        MCPServerStdio,
+        MCPServerStreamableHttp,
+        MCPServerStreamableHttpParams,
+    )
     from agents.models.interface import Model
     from agents.models.multi_provider import MultiProvider
     from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
@@ -190,9 +195,14 @@ def _server_for(where: Target, transport: Transport = "direct") -> MCPServer:
                 server.invalidate_tools_cache()  # type: ignore[no-untyped-call]  # unannotated in the SDK
 
     if isinstance(where, Http):
+        params = MCPServerStreamableHttpParams(url=where.url)
+        if where.headers:
+            params["headers"] = where.headers
         servers.append(
             MCPServerStreamableHttp(
-                {"url": where.url}, cache_tools_list=True, message_handler=on_message
+                params,
+                cache_tools_list=True,
+                message_handler=on_message,
             )
         )
     else:

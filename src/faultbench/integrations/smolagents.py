@@ -115,7 +115,10 @@ def _optional_nullable(mcp_tool: Any) -> Any:
 
 def _server_parameters(where: Target) -> Any:
     if isinstance(where, Http):
-        return {"url": where.url, "transport": "streamable-http"}
+        params: dict[str, Any] = {"url": where.url, "transport": "streamable-http"}
+        if where.headers:
+            params["headers"] = where.headers
+        return params
     assert not isinstance(where, InProcess)
     command, *args = where.argv
     return StdioServerParameters(command=command, args=args)

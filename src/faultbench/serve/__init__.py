@@ -30,6 +30,7 @@ from ._server import WorldServer as WorldServer
 from ._server import build_server as build_server
 from ._server import mcp_tool as mcp_tool
 from ._stdio import serve_stdio as serve_stdio
+from ._thread import ServedUrl as ServedUrl
 from ._thread import serve_in_thread as serve_in_thread
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "JournalError",
     "Journals",
     "ListenError",
+    "ServedUrl",
     "WebhookUrlError",
     "WorldServer",
     "build_app",

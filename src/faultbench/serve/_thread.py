@@ -22,7 +22,22 @@ if TYPE_CHECKING:
 
     from ._server import WorldServer
 
-__all__ = ["serve_in_thread"]
+__all__ = ["ServedUrl", "serve_in_thread"]
+
+
+class ServedUrl(str):
+    """An MCP server's URL with the HTTP headers its clients are to send: `run_agent(mcp=
+    ServedUrl(url, headers={"Authorization": "Bearer ..."}))` connects with them, under every
+    framework. The plugin's `mcp_url` is one (with the marked principal's bearer token in a
+    world with `auth:`); a plain `str` URL sends no headers of its own."""
+
+    headers: dict[str, str]
+
+    def __new__(cls, url: str, headers: dict[str, str] | None = None) -> ServedUrl:
+        served = super().__new__(cls, url)
+        served.headers = dict(headers or {})
+        return served
+
 
 #: how long to wait for the server to listen, and for it to stop
 _START_S = 30.0

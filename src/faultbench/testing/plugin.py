@@ -513,12 +513,17 @@ def mcp_command(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iter
 @pytest.fixture
 def mcp_url(request: pytest.FixtureRequest, world: World) -> Iterator[str]:
     """The URL (`http://127.0.0.1:PORT/mcp`) of a streamable HTTP MCP server on this run's
-    world, on a free loopback port, stopped after the test."""
-    from faultbench.serve import serve_in_thread
+    world, on a free loopback port, stopped after the test. A `ServedUrl`: with
+    `@pytest.mark.principal(NAME)` (a world with `auth:`) its `headers` carry a bearer token
+    issued to NAME, which `run_agent(mcp=mcp_url)` sends under every framework (another
+    client sends `mcp_url.headers` itself); HTTP requests without it get 401."""
+    from faultbench.serve import ServedUrl, serve_in_thread
 
-    # HTTP clients bring their own bearer tokens: no principal for the server
-    with serve_in_thread(_server(request, world, principal=False)) as url:
-        yield url
+    server = _server(request, world)
+    token = server.token  # issued on the world for the marked principal, if any
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    with serve_in_thread(server) as url:
+        yield ServedUrl(url, headers=headers)
 
 
 @pytest.fixture
