@@ -292,3 +292,41 @@ def test_what_a_batch_cannot_make_is_an_error_that_says_why(pytester):
         "pytest's and plugins' fixtures, so every run's `plugins_agent` would act on the first "
         "run's `world`."
     ) in out
+
+
+CLASS = """
+import anyio
+import pytest
+
+
+@pytest.fixture(params=["careful"])
+def policy(request):
+    return request.param
+
+
+class TestAgent:
+    @pytest.fixture
+    def agent(self, world, policy):
+        self.made = (world, policy)
+        return self
+
+    @pytest.mark.world("world.yaml")
+    @pytest.mark.faults()
+    @pytest.mark.runs(4, concurrency=4)
+    async def test_agent(self, agent, world, policy, faultbench_run):
+        await anyio.sleep(0.01)
+        # the fixture method ran on this run's own instance of the class, with its world
+        assert agent is self and self.made == (world, "careful")
+        await world.acall("get_order", {"id": "1"})
+"""
+
+
+def test_a_fixture_method_and_a_parametrized_fixture_are_made_per_run(pytester, monkeypatch):
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    pytester.makepyfile(test_class=CLASS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=4)
+    for run in range(4):
+        assert f"PASSED test_class.py::TestAgent::test_agent[careful-run{run}]" in (
+            result.stdout.str()
+        )

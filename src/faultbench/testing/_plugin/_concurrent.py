@@ -329,8 +329,9 @@ def _batch(
             except CAUGHT as exc:
                 errors.append(exc)
 
+        # each run's own test function: a method is bound to its item's own instance
         bodies = [head_body()] + [
-            _run(function, signature, RunFixtures(item, recipes, own, values, shared), world)
+            _run(item.obj, signature, RunFixtures(item, recipes, own, values, shared), world)
             for item, values, world in runs
         ]
         await _all(bodies)

@@ -24,16 +24,14 @@ import inspect
 import os
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 __all__ = ["Recipe", "RunFixtures", "SetupFailed", "plugin_modules"]
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(NamedTuple):  # a tuple: one is kept for every fixture of every item
     """How pytest made one function-scoped fixture: its function (before any async plugin
     swapped in its own for the set-up) and the names it takes."""
 
@@ -169,16 +167,16 @@ class RunFixtures:
         }
 
     def _bound(self, recipe: Recipe) -> Callable[..., Any]:
-        """The fixture's function, bound to the run's test instance if it is a method of the
-        test's class (pytest makes an instance per item)."""
+        """The fixture's function, bound to the run's own test instance if it is a method of
+        the test's class (pytest collects it bound to an instance of its own, and binds it to
+        each item's instance, as here)."""
         instance = self.item.instance
         func = recipe.func
-        if instance is not None and not hasattr(func, "__self__"):
-            qualname = getattr(func, "__qualname__", "")
-            if any(qualname.startswith(c.__qualname__ + ".") for c in type(instance).__mro__):
-                bound: Callable[..., Any] = func.__get__(instance)
-                return bound
-        return func
+        owner = getattr(func, "__self__", None)
+        if instance is None or owner is None or not isinstance(instance, type(owner)):
+            return func
+        bound: Callable[..., Any] = func.__func__.__get__(instance)  # type: ignore[attr-defined]  # a bound method: it has __self__
+        return bound
 
     # --- teardown ----------------------------------------------------------------------------
 
