@@ -81,6 +81,8 @@ class Outcome:
 
 
 OUTCOME_KEY = pytest.StashKey[Outcome]()
+#: a run whose kept outcome was replayed: it stays out of later batches
+RAN = Outcome(None, None)
 
 #: the plugin's side: a run item -> (its per-run fixture values, its world or None)
 MakeRun = Callable[[pytest.Function], tuple[dict[str, Any], Any]]
@@ -188,6 +190,8 @@ class ConcurrentRuns:
         if kept is not None:  # ran in its batch's head: its outcome, as it was
             if kept.world is not None:
                 self._adopt(item, kept.world)
+            # its fixtures were handed back: let go of them (as pytest lets go of funcargs)
+            item.stash[OUTCOME_KEY] = RAN
             return _with_signature(_replay(kept.error), signature)
         if self._plugins is None:
             self._plugins = plugin_modules(item.config)
