@@ -330,3 +330,49 @@ def test_a_fixture_method_and_a_parametrized_fixture_are_made_per_run(pytester, 
         assert f"PASSED test_class.py::TestAgent::test_agent[careful-run{run}]" in (
             result.stdout.str()
         )
+
+
+FINALIZERS = """
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+LOG = Path(os.environ["FB_LOG"])
+
+
+def note(line):
+    with LOG.open("a") as f:
+        f.write(line + "\\n")
+
+
+@pytest.fixture
+def session(request, faultbench_run):
+    request.addfinalizer(lambda: note(f"closed session of run {faultbench_run.index}"))
+    return f"session {faultbench_run.index}"
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(3, concurrency=3)
+async def test_agent(session, faultbench_run):
+    await anyio.sleep(0.01)
+    note(f"{session} ran in run {faultbench_run.index}")
+"""
+
+
+def test_a_finalizer_a_fixture_adds_runs_after_its_own_run(pytester, monkeypatch):
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    pytester.makepyfile(test_finalizers=FINALIZERS)
+    log = pytester.path / "log"
+    monkeypatch.setenv("FB_LOG", str(log))
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+    lines = log.read_text().splitlines()
+    assert sorted(lines) == sorted(
+        [f"session {i} ran in run {i}" for i in range(3)]
+        + [f"closed session of run {i}" for i in range(3)]
+    )
+    for i in range(3):
+        assert lines.index(f"session {i} ran in run {i}") < lines.index(
+            f"closed session of run {i}"
+        )
