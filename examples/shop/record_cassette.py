@@ -1,13 +1,16 @@
-"""Record the model traffic of `test_agents.py::test_a_recorded_model` into its cassette.
+"""Record the model traffic of `test_agents.py`'s recorded-model tests into their cassettes:
+`test_a_recorded_model` (Pydantic AI) and `test_a_recorded_agents_sdk_model` (the OpenAI
+Agents SDK), both over OpenAI's chat-completions API.
 
     uv run python examples/shop/record_cassette.py          # against a fake model (below)
     OPENAI_API_KEY=... uv run python examples/shop/record_cassette.py --real   # gpt-5-mini
+    uv run python examples/shop/record_cassette.py --test test_a_recorded_agents_sdk_model
 
 Without `--real` the "model" is an OpenAI-compatible chat-completions server on 127.0.0.1
 started here, which plays a careful support agent turn by turn: read the order, open the
 return, refund, and after a failed refund look at the order's refunds before answering. The
-cassette shipped in cassettes/ was recorded this way: no OpenAI key was available to record a
-real model. Either way the test then replays the cassette offline (`uv run pytest`), with
+cassettes shipped in cassettes/ were recorded this way: no OpenAI key was available to record
+a real model. Either way the test then replays the cassette offline (`uv run pytest`), with
 no key and no network; keys are filtered out of the file.
 """
 
@@ -25,6 +28,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
+#: the tests that replay a cassette, one per framework
+TESTS = ("test_a_recorded_model", "test_a_recorded_agents_sdk_model")
+
 #: the careful agent's tool calls, one per turn, by how many tool results it has seen
 STEPS = [
     ("get_order", {"id": "1"}),
@@ -40,7 +46,9 @@ class FakeChatCompletions(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         seen = [m for m in body["messages"] if m["role"] == "tool"]
-        refund_failed = len(seen) >= 3 and '"error"' in str(seen[2].get("content"))
+        # Pydantic AI sends a failed call as a JSON error, the Agents SDK as the error's text
+        refund = str(seen[2].get("content")) if len(seen) >= 3 else ""
+        refund_failed = '"error"' in refund or "Gateway Timeout" in refund
         if len(seen) < 3 or (len(seen) == 3 and refund_failed):
             name, args = STEPS[len(seen)]
             message: dict[str, object] = {
@@ -85,6 +93,12 @@ class FakeChatCompletions(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--real", action="store_true", help="record gpt-5-mini (needs a key)")
+    parser.add_argument(
+        "--test",
+        action="append",
+        choices=TESTS,
+        help="the test whose cassette to record (repeatable; default: all of them)",
+    )
     options = parser.parse_args()
     env = dict(os.environ)
     server = None
@@ -103,7 +117,7 @@ def main() -> None:
                 sys.executable,
                 "-m",
                 "pytest",
-                "examples/shop/test_agents.py::test_a_recorded_model",
+                *(f"examples/shop/test_agents.py::{name}" for name in options.test or TESTS),
                 "--record-mode=rewrite",
                 "-p",
                 "no:cacheprovider",

@@ -151,6 +151,34 @@ async def test_a_recorded_model(world):
     result = await pydantic_ai.run_agent(
         model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
     )
+    _refunded_once(result, world)
+
+
+# Against api.openai.com the Agents SDK adds `store` and a `prompt_cache_key` drawn anew for
+# each run to its requests (not against another server): out of the body on both sides
+@pytest.mark.vcr(filter_post_data_parameters=["prompt_cache_key", "store"])
+async def test_a_recorded_agents_sdk_model(world):
+    """The same task under the OpenAI Agents SDK, its chat-completions traffic replayed from
+    cassettes/test_agents/test_a_recorded_agents_sdk_model.yaml, offline and without a key.
+    Recorded, like the Pydantic AI one, against record_cassette.py's OpenAI-compatible fake
+    server (no key was at hand); `--real` records gpt-5-mini."""
+    pytest.importorskip("agents", reason="the OpenAI Agents SDK is not installed here")
+    from agents import OpenAIChatCompletionsModel
+    from openai import AsyncOpenAI
+
+    from faultbench.integrations import openai_agents
+
+    key = os.environ.get("OPENAI_API_KEY", "sk-replay-needs-no-key")
+    client = AsyncOpenAI(base_url=MODEL_URL, api_key=key, max_retries=0)
+    model = OpenAIChatCompletionsModel("gpt-5-mini", openai_client=client)
+    result = await openai_agents.run_agent(
+        model, agents.PROMPT, mcp=build_server(world), system_prompt=agents.SYSTEM_PROMPT
+    )
+    _refunded_once(result, world)
+
+
+def _refunded_once(result, world):
+    """The recorded careful agent: one refund, the timeout seen, the refunds looked up."""
     refunded = [r.amount for r in world.refunds.where(order_id=agents.ORDER)]
     assert result.ok, repr(result.error)
     assert refunded == [agents.AMOUNT], f"{result.trace.summary()}\n{result.output}"

@@ -177,40 +177,6 @@ def test_concurrent_runs_on_trio_under_anyio(pytester: pytest.Pytester):
     assert concurrent < 0.5 * sequential, (concurrent, sequential)
 
 
-SHARED = """
-import pytest
-
-
-@pytest.fixture
-def agent_world(world):
-    return world
-
-
-@pytest.mark.world("world.yaml")
-@pytest.mark.runs(3, concurrency=3)
-async def test_uses_a_fixture_of_the_world(agent_world):
-    pass
-
-
-@pytest.mark.world("world.yaml")
-@pytest.mark.runs(2, concurrency=2)
-async def test_takes_mcp_command(mcp_command):
-    pass
-
-"""
-
-
-def test_a_fixture_that_would_share_the_first_runs_world_is_refused(pytester):
-    pytester.makefile(".yaml", world=SHOP.read_text())
-    pytester.makepyfile(test_shared=SHARED)
-    result = pytester.runpytest("-p", "no:cacheprovider")
-    out = result.stdout.str()
-    assert "its fixture `agent_world` takes `world`" in out
-    assert "every run's `agent_world` would act on the first run's world" in out
-    assert "takes mcp_command, which serves the run's world from a server per run" in out
-    result.assert_outcomes(errors=2, skipped=3)  # set-up problems: the gate stops there
-
-
 def test_a_bad_concurrency_argument_is_a_collection_error(pytester):
     pytester.makepyfile(
         test_bad="""

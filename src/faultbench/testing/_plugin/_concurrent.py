@@ -4,23 +4,31 @@
 group's runs into batches. pytest still runs every run item one after another, set-up, call
 and teardown, and reports it as usual; but when the first run of a batch (its *head*) reaches
 its call, the test bodies of the next N-1 runs of the group run with it, as tasks of the
-head's event loop (asyncio, or trio under anyio's plugin), and their outcomes are kept. Each
-of those runs gets a world of its own, made as the `world` fixture makes it (same spec, seed,
-run index, fault block), with its own `trace`, `clock`, `faults`, `faultbench_run` and
-`mcp_server`, and is the current world in its own task. When the run's item comes to its
-call, its kept outcome is its result: the same exception (or none), the same world, hence the
-same report, event log and gate as without concurrency.
+head's event loop, and their outcomes are kept. Each of those runs gets a world of its own,
+made as the `world` fixture makes it (same spec, seed, run index, fault block), with its own
+`trace`, `clock`, `faults`, `faultbench_run` and `mcp_server`, and is the current world in its
+own task.
 
-pytest can hold the function-scoped fixtures of one item at a time (its set-up state is a
-stack), so the batch's other runs get the head's values of the test's *other* fixtures (an
-agent, a model, `anyio_backend`): they must be safe to share between concurrent runs. A
-fixture of the test's own that takes a per-run fixture (an agent built from `world`) would
-silently act on the head's world; the batch refuses it with an error that says so, as it
-does `mcp_url` and `mcp_command` (a server per run is not made here).
+pytest holds the function-scoped fixtures of one item at a time (its set-up state is a
+stack), so the batch makes the others' fixtures itself (`_perrun.py`): every function-scoped
+fixture of the test's own (its module's, its `conftest.py` files') that pytest set up for the
+head is made again for each run, in the run's task, from that run's values (an agent fixture
+built from `world` acts on its run's world; a stateful agent is one per run), sync or async,
+and torn down after the run's body, last made first. pytest's and plugins' fixtures (a
+temporary directory, an event-loop runner) are the head's, shared; one of those that takes a
+per-run fixture is refused with an error that says so, as are `mcp_url` and `mcp_command` (a
+server per run is not made here).
 
-Neither asyncio's nor trio's loop is started here: the batch is the head's coroutine
-function, swapped in for the test's while its call runs, so whoever runs coroutine tests
-(faultbench's `_async.py`, anyio's plugin) runs it on the loop it would have used. trio is
+When a run's item comes to its own set-up, the fixtures its run had are handed back as they
+were (the fixture's function is swapped, for its set-up only, for one that returns the kept
+value or raises the kept set-up error), so nothing is made twice; its call raises the kept
+outcome (the same exception, or none) and its teardown the kept teardown error: the same
+report, event log and gate as without concurrency.
+
+Neither asyncio's nor trio's loop is started here: the batch is a coroutine function swapped
+in for the test's as the item's call starts (`pytest_runtest_call`, before any runner reads
+it), so whoever runs coroutine tests (faultbench's `_async.py`, anyio's plugin,
+pytest-asyncio's items, pytest-trio's runner) runs it on the loop it would have used. trio is
 taken from `sys.modules` (as the kernel's `_calls/_loops.py` does): a task can only run
 under a library someone has already imported.
 """
@@ -33,14 +41,16 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from ._perrun import Recipe, RunFixtures, RunRequest, SetupFailed, is_shared, plugin_modules
+
 __all__ = ["ConcurrentRuns", "add_concurrency_option"]
 
-#: what each run of a batch gets of its own
+#: what each run of a batch gets of its own from the plugin
 PER_RUN = ("world", "trace", "clock", "faults", "faultbench_run", "mcp_server")
 #: fixtures that serve a run's world from a server made per run: not made for a batch
 REFUSED = ("mcp_url", "mcp_command")
@@ -52,22 +62,32 @@ CAUGHT: tuple[type[BaseException], ...] = (
     pytest.xfail.Exception,
 )
 
-#: function-scoped fixtures set up for an item: name -> the names it takes
-DEPS_KEY = pytest.StashKey[dict[str, tuple[str, ...]]]()
+#: function-scoped fixtures pytest set up for an item, in the order it finished them
+RECIPES_KEY = pytest.StashKey[dict[str, Recipe]]()
+#: an item whose kept teardown error is registered to be raised at its teardown
+TEARDOWN_KEY = pytest.StashKey[bool]()
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """A run that ran in its batch's head: how its body ended, and its world."""
+    """A run that ran in its batch's head: how its body ended, its world, its fixtures'
+    values, the fixture whose set-up failed (if one did) and what its teardown raised."""
 
     error: BaseException | None
     world: Any
+    values: dict[str, Any] = field(default_factory=dict)
+    failed: tuple[str, BaseException] | None = None
+    teardown: BaseException | None = None
 
 
 OUTCOME_KEY = pytest.StashKey[Outcome]()
+#: a run whose kept outcome was replayed: it stays out of later batches
+RAN = Outcome(None, None)
 
 #: the plugin's side: a run item -> (its per-run fixture values, its world or None)
 MakeRun = Callable[[pytest.Function], tuple[dict[str, Any], Any]]
+#: a run of a batch: its item, its per-run values, its world
+Run = tuple[pytest.Function, dict[str, Any], Any]
 
 
 def add_concurrency_option(group: Any) -> None:
@@ -77,8 +97,8 @@ def add_concurrency_option(group: Any) -> None:
         metavar="N",
         default=None,
         help="run up to N runs of an async test's group at once in one event loop, each "
-        "with its own world (@pytest.mark.runs(n, concurrency=k) wins); results and logs "
-        "are those of running them one by one",
+        "with its own world and fixtures (@pytest.mark.runs(n, concurrency=k) wins); results "
+        "and logs are those of running them one by one",
     )
 
 
@@ -104,25 +124,56 @@ class ConcurrentRuns:
         self._adopt = adopt
         self._group_of = group_of
         self._positions: dict[int, int] = {}
+        self._plugins: frozenset[str] | None = None
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(self, fixturedef: Any, request: pytest.FixtureRequest) -> Any:
-        if fixturedef.scope == "function":
-            deps = request.node.stash.setdefault(DEPS_KEY, {})
-            deps[fixturedef.argname] = tuple(fixturedef.argnames)
-        return (yield)
-
+    # tryfirst: outside the async plugins' wrappers, which swap `func` during the set-up
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Any:
-        swap = self._swap(pyfuncitem)
-        if swap is None:
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Any:
+        if fixturedef.scope != "function":
             return (yield)
-        original = pyfuncitem.obj
-        pyfuncitem.obj = swap
+        node = request.node
+        name = fixturedef.argname
+        kept = node.stash.get(OUTCOME_KEY, None)
+        if kept is not None and (
+            name in kept.values or (kept.failed is not None and kept.failed[0] == name)
+        ):
+            return (yield from self._hand_back(fixturedef, node, kept))
+        recipe = Recipe(name, fixturedef.func, tuple(fixturedef.argnames))
+        result = yield
+        node.stash.setdefault(RECIPES_KEY, {})[name] = recipe
+        return result
+
+    def _hand_back(self, fixturedef: pytest.FixtureDef[Any], node: Any, kept: Outcome) -> Any:
+        """Set up a fixture of a run that ran in a batch as the value it had there."""
+        name = fixturedef.argname
+        if name == "world" and kept.world is not None:
+            self._adopt(node, kept.world)
+        if kept.teardown is not None and not node.stash.get(TEARDOWN_KEY, False):
+            node.stash[TEARDOWN_KEY] = True
+            node.addfinalizer(_raiser(kept.teardown))
+        original = fixturedef.func
+        # as pytest-asyncio and anyio swap in their runners' functions for a set-up
+        fixturedef.func = _kept_value(name, kept)  # type: ignore[misc]  # Final in typing only
         try:
             return (yield)
         finally:
-            pyfuncitem.obj = original
+            fixturedef.func = original  # type: ignore[misc]  # Final in typing only
+
+    # tryfirst: before pytest-trio's wrapper and pytest-asyncio's item read the function
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        swap = self._swap(item) if isinstance(item, pytest.Function) else None
+        if swap is None:
+            return (yield)
+        assert isinstance(item, pytest.Function)
+        original = item.obj
+        item.obj = swap
+        try:
+            return (yield)
+        finally:
+            item.obj = original
 
     # --- batches -----------------------------------------------------------------------------
 
@@ -130,7 +181,7 @@ class ConcurrentRuns:
         """The coroutine function to run in place of the test's, or None to leave it."""
         function = item.obj
         if not inspect.iscoroutinefunction(function) or self._group_of(item) is None:
-            return None  # a sync test, or one an async plugin wrapped (pytest-trio's marker)
+            return None  # a sync test
         n = self._concurrency_of(item)
         if n <= 1:
             return None
@@ -139,22 +190,28 @@ class ConcurrentRuns:
         if kept is not None:  # ran in its batch's head: its outcome, as it was
             if kept.world is not None:
                 self._adopt(item, kept.world)
+            # its fixtures were handed back: let go of them (as pytest lets go of funcargs)
+            item.stash[OUTCOME_KEY] = RAN
             return _with_signature(_replay(kept.error), signature)
-        _refuse_shared(item, set(signature.parameters))
-        runs = []
+        if self._plugins is None:
+            self._plugins = plugin_modules(item.config)
+        recipes = item.stash.get(RECIPES_KEY, {})
+        own = [
+            name
+            for name, recipe in recipes.items()
+            if name not in PER_RUN and not is_shared(recipe, self._plugins)
+        ]
+        _refuse_shared(item, recipes, own)
+        runs: list[Run] = []
         for other in self._batch(item, n):
             try:
                 values, world = self._make_run(other)
             except CAUGHT as exc:  # its world could not be made: that is its outcome
                 other.stash[OUTCOME_KEY] = Outcome(exc, None)
                 continue
-            kwargs = {
-                name: values[name] if name in values else item.funcargs[name]
-                for name in signature.parameters
-                if name in values or name in item.funcargs
-            }
-            runs.append((other, kwargs, world))
-        return _with_signature(_batch(function, runs), signature)
+            runs.append((other, values, world))
+        batch = _batch(function, signature, item, recipes, own, runs)
+        return _with_signature(batch, signature)
 
     def _batch(self, head: pytest.Function, n: int) -> list[pytest.Function]:
         """The next n - 1 runs of the head's group, in the session's order, not yet run."""
@@ -175,9 +232,9 @@ class ConcurrentRuns:
         return batch
 
 
-def _refuse_shared(item: pytest.Function, taken: set[str]) -> None:
+def _refuse_shared(item: pytest.Function, recipes: dict[str, Recipe], own: list[str]) -> None:
     """Fail a batch whose other runs would act on the head's world through a shared fixture."""
-    refused = sorted(taken & set(REFUSED))
+    refused = sorted(set(recipes) & set(REFUSED))
     if refused:
         pytest.fail(
             f"{item.nodeid}: runs concurrently (--faultbench-concurrency or "
@@ -186,34 +243,53 @@ def _refuse_shared(item: pytest.Function, taken: set[str]) -> None:
             "in-process server per run), or run this test with concurrency=1.",
             pytrace=False,
         )
-    deps = item.stash.get(DEPS_KEY, {})
-    for name in sorted(taken):
-        if name in PER_RUN or name not in deps:
+    per_run = set(PER_RUN) | set(own)
+    for name, recipe in recipes.items():
+        if name in per_run:
             continue
-        reached = _reaches(name, deps)
+        reached = _reaches(name, recipes, per_run)
         if reached is not None:
+            module = getattr(recipe.func, "__module__", "?")
             pytest.fail(
-                f"{item.nodeid}: runs concurrently, and its fixture `{name}` takes "
-                f"`{reached}`. The runs of a batch share the test's own fixtures (pytest sets "
-                f"up one item's at a time), so every run's `{name}` would act on the first "
-                f"run's {reached}. Take `{reached}` in the test and build what `{name}` "
-                "builds there, or run this test with @pytest.mark.runs(n, concurrency=1).",
+                f"{item.nodeid}: runs concurrently, and the fixture `{name}` (of {module}, "
+                f"pytest's or a plugin's) takes `{reached}`. A batch makes the test's own "
+                "fixtures again for each run, but shares pytest's and plugins' fixtures, so "
+                f"every run's `{name}` would act on the first run's `{reached}`. Define "
+                f"`{name}` in the test's module or conftest.py, or run this test with "
+                "@pytest.mark.runs(n, concurrency=1).",
                 pytrace=False,
             )
 
 
-def _reaches(name: str, deps: dict[str, tuple[str, ...]]) -> str | None:
+def _reaches(name: str, recipes: dict[str, Recipe], per_run: set[str]) -> str | None:
     """The per-run fixture `name` takes, directly or through other fixtures; None if none."""
     seen = {name}
     todo = [name]
     while todo:
-        for dep in deps.get(todo.pop(), ()):
-            if dep in PER_RUN or dep in REFUSED:
+        recipe = recipes.get(todo.pop())
+        for dep in () if recipe is None else recipe.argnames:
+            if dep in per_run:
                 return dep
             if dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
     return None
+
+
+def _kept_value(name: str, kept: Outcome) -> Callable[..., Any]:
+    def kept_value(**_kwargs: Any) -> Any:
+        if kept.failed is not None and kept.failed[0] == name:
+            raise kept.failed[1]
+        return kept.values[name]
+
+    return kept_value
+
+
+def _raiser(error: BaseException) -> Callable[[], None]:
+    def raise_kept() -> None:
+        raise error
+
+    return raise_kept
 
 
 def _with_signature(
@@ -232,52 +308,87 @@ def _replay(error: BaseException | None) -> Callable[..., Coroutine[Any, Any, No
     return replay
 
 
+# ---------------------------------------------------------------------------------------------
+# A batch: the head's body and each other run's fixtures, body and teardown, as tasks of one
+# loop; the others' outcomes kept on their items, the head's raised as its own
+# ---------------------------------------------------------------------------------------------
+
+
 def _batch(
     function: Callable[..., Coroutine[Any, Any, None]],
-    runs: list[tuple[pytest.Function, dict[str, Any], Any]],
+    signature: inspect.Signature,
+    head: pytest.Function,
+    recipes: dict[str, Recipe],
+    own: list[str],
+    runs: list[Run],
 ) -> Callable[..., Coroutine[Any, Any, None]]:
-    """The head's body and the other runs' bodies as tasks of one loop; the others' outcomes
-    kept on their items, the head's raised as its own."""
-
     @functools.wraps(function)
     async def batch(**kwargs: Any) -> None:
-        bodies = [function(**kwargs)] + [_in_world(function(**kw), w) for _item, kw, w in runs]
-        errors = await _all(bodies)
-        for (other, _kwargs, world), error in zip(runs, errors[1:]):
-            other.stash[OUTCOME_KEY] = Outcome(error, world)
-        if errors[0] is not None:
+        shared = {**head.funcargs, **kwargs}
+        errors: list[BaseException] = []
+
+        async def head_body() -> None:
+            try:
+                await function(**kwargs)
+            except CAUGHT as exc:
+                errors.append(exc)
+
+        # each run's own test function: a method is bound to its item's own instance
+        bodies = [head_body()] + [
+            _run(item.obj, signature, RunFixtures(item, recipes, own, values, shared), world)
+            for item, values, world in runs
+        ]
+        await _all(bodies)
+        if errors:
             raise errors[0]
 
     return batch
 
 
-async def _in_world(body: Coroutine[Any, Any, None], world: Any) -> None:
-    """Run `body` with `world` as the current world of its task (`using_world`)."""
+async def _run(
+    function: Callable[..., Coroutine[Any, Any, None]],
+    signature: inspect.Signature,
+    fixtures: RunFixtures,
+    world: Any,
+) -> None:
+    """One run of a batch, in its own task with `world` as its current world: its fixtures,
+    its body, its teardown; how it went kept on its item."""
     from faultbench.kernel import using_world
 
+    error: BaseException | None = None
+    failed: tuple[str, BaseException] | None = None
     with using_world(world) if world is not None else contextlib.nullcontext():
-        await body
-
-
-async def _all(bodies: list[Coroutine[Any, Any, None]]) -> list[BaseException | None]:
-    """Await every body at once, started in order; how each ended (None: it returned)."""
-    errors: list[BaseException | None] = [None] * len(bodies)
-
-    async def one(i: int) -> None:
         try:
-            await bodies[i]
-        except CAUGHT as exc:
-            errors[i] = exc
+            await fixtures.setup()
+        except SetupFailed as exc:
+            failed = (exc.name, exc.error)
+        else:
+            try:
+                kwargs = {
+                    name: RunRequest(fixtures, name) if name == "request" else fixtures.value(name)
+                    for name in signature.parameters
+                }
+                await function(**kwargs)
+            except CAUGHT as exc:
+                error = exc
+        teardown = await fixtures.teardown()
+    fixtures.item.stash[OUTCOME_KEY] = Outcome(error, world, fixtures.values, failed, teardown)
 
+
+async def _all(bodies: list[Coroutine[Any, Any, None]]) -> None:
+    """Await every body at once, started in order."""
     try:
         asyncio.get_running_loop()
-    except RuntimeError:  # not asyncio: trio, under anyio's plugin
+    except RuntimeError:  # not asyncio: trio (anyio's plugin, pytest-trio)
         trio = sys.modules["trio"]
         async with trio.open_nursery() as nursery:
-            for i in range(len(bodies)):
-                nursery.start_soon(one, i)
+            for body in bodies:
+                nursery.start_soon(_awaited, body)
     else:
         async with asyncio.TaskGroup() as group:
-            for i in range(len(bodies)):
-                group.create_task(one(i))
-    return errors
+            for body in bodies:
+                group.create_task(body)
+
+
+async def _awaited(body: Coroutine[Any, Any, None]) -> None:
+    await body
