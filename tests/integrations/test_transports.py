@@ -5,9 +5,11 @@ from __future__ import annotations
 import importlib
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 
+from faultbench.integrations import Reply, ServedUrl, ToolCall
 from faultbench.serve import build_server
 
 from .conftest import FRAMEWORKS, cancel_first_placed, stdio_command
@@ -116,3 +118,36 @@ async def test_mcp_must_be_a_server_a_url_or_a_command(name):
     fw = framework(name)
     with pytest.raises(TypeError, match="Expected mcp to be a faultbench WorldServer"):
         await fw.run_agent(fw.scripted_model(cancel_first_placed), "go", mcp=42)
+
+
+AUTH_DESK = Path(__file__).parents[1] / "serve" / "worlds" / "auth_desk.yaml"
+
+
+def solve_ticket(seen):
+    if not seen:
+        return ToolCall("update_ticket", {"id": "T-1", "status": "solved"})
+    return Reply(seen[-1].text)
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+async def test_http_with_a_bearer_token(name, http_server):
+    """A `ServedUrl`'s headers go with every MCP request: a world with `auth:` answers the
+    principal the token was issued to, and a plain URL gets 401."""
+    server = http_server("--no-faults", world=AUTH_DESK)
+    request = urllib.request.Request(
+        server.base + "/faultbench/tokens",
+        data=json.dumps({"principal": "support_agent"}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        token = json.loads(response.read())["token"]
+    fw = framework(name)
+    bare = await fw.run_agent(fw.scripted_model(solve_ticket), "go", mcp=server.url)
+    assert "401 Unauthorized" in bare.output
+    url = ServedUrl(server.url, headers={"Authorization": f"Bearer {token}"})
+    run = await fw.run_agent(fw.scripted_model(solve_ticket), "go", mcp=url)
+    assert run.ok, run.error
+    assert run.trace.count("update_ticket", ok=True) == 1
+    with urllib.request.urlopen(server.base + "/faultbench/state", timeout=10) as response:
+        state = json.loads(response.read())
+    assert state["tables"]["ticket"][0]["status"] == "solved"
