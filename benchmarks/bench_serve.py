@@ -220,7 +220,9 @@ async def measure(transport: str, who: str, n: int) -> tuple[float, float]:
         return await calls_per_second(server, n, mode)
     if transport == "stdio":
         cmd = [*BARE, "stdio"] if who == "bare" else FAULTBENCH
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        # This process's environment, as the HTTP servers get it (the SDK's stdio client
+        # passes only a few variables by default): PYTHONPATH runs another checkout's code.
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         return await calls_per_second(params, n, pid=stdio_child)
     cmd = [*BARE, "http"] if who == "bare" else [*FAULTBENCH, "--http", "--port", "0"]
     proc, url = spawn_http(cmd)
@@ -309,6 +311,10 @@ def main() -> None:
                 rates = " ".join(f"{v:.0f}" for v in speed[who])
                 cpus = " ".join(_us(v) for v in cpu[who])
                 print(f"    {who:<11} calls/s per round: {rates}; server cpu/call: {cpus}")
+            # Each round measures both servers back to back: the median of its ratios is less
+            # swayed by load that changes between rounds than the ratio of the medians.
+            paired = statistics.median(f / b for f, b in zip(cpu["faultbench"], cpu["bare"]))
+            print(f"    server cpu/call faultbench / bare, median of the rounds' ratios: {_x(paired)}")
 
 
 def _us(seconds: float) -> str:
