@@ -314,7 +314,9 @@ def main() -> None:
             # Each round measures both servers back to back: the median of its ratios is less
             # swayed by load that changes between rounds than the ratio of the medians.
             paired = statistics.median(f / b for f, b in zip(cpu["faultbench"], cpu["bare"]))
-            print(f"    server cpu/call faultbench / bare, median of the rounds' ratios: {_x(paired)}")
+            print(
+                f"    server cpu/call faultbench / bare, median of the rounds' ratios: {_x(paired)}"
+            )
 
 
 def _us(seconds: float) -> str:

@@ -4,6 +4,7 @@ public name still resolves, to the object its module defines."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -57,7 +58,9 @@ def test_every_public_name_resolves_to_its_module_object():
         "MCP_VERSION": _sdk.MCP_VERSION,
     }
     for name in serve.__all__:
-        assert getattr(serve, name) is not None, name
+        home = importlib.import_module(serve._LAZY[name].split(":")[0], "faultbench.serve")
+        attribute = serve._LAZY[name].partition(":")[2] or name
+        assert getattr(serve, name) is getattr(home, attribute), name
     for name, value in homes.items():
         assert getattr(serve, name) is value, name
     with pytest.raises(AttributeError, match="no_such_name"):

@@ -24,7 +24,7 @@ line that the SDK would accept (`_sdk.modern_tool_call`: its own envelope and pa
 is answered here, in a task of its own (concurrent calls still form one `World.acall`
 batch), with the result the SDK's runner would send (`WorldServer.answer_modern`), serialized
 by the same pydantic-core serializer, one whole line through the same writer. It skips the
-SDK's message models, memory streams, dispatcher task and runner: about a third of a call's
+SDK's message models, memory streams, dispatcher task and runner: about half of a call's
 CPU (docs/BENCHMARKS.md). Everything else (the opening request, `initialize`, lists,
 notifications, any line the checks refuse) goes to the SDK as before. A
 `notifications/cancelled` for such a call reaches the SDK, which knows no such request: the
