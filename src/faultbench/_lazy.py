@@ -13,13 +13,15 @@ def lazy_names(
     package: str, namespace: dict[str, Any], where: Mapping[str, str]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The `__getattr__` and `__dir__` of a module whose names `where` maps to the (relative,
-    to `package`) modules they live in. A name, once looked up, is an ordinary attribute."""
+    to `package`) modules they live in; `"module:attr"` when the name is another there. A
+    name, once looked up, is an ordinary attribute."""
 
     def __getattr__(name: str) -> object:
-        module = where.get(name)
-        if module is None:
+        place = where.get(name)
+        if place is None:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
+        module, _, attr = place.partition(":")
+        value = getattr(importlib.import_module(module, package), attr or name)
         namespace[name] = value
         return value
 

@@ -20,6 +20,8 @@ collect_ignore = (
         "test_auth.py",
         "test_later.py",
         "test_webhooks_serve.py",
+        "test_fast_calls.py",
+        "test_stdio_direct.py",
     ]
     if MCP_MAJOR < 2
     else []

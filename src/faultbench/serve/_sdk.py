@@ -22,6 +22,8 @@ What differs, and how it is bridged:
   `streamable_http_app` assembles the same Starlette app from 1.x's public
   `StreamableHTTPSessionManager`: one route at the MCP path plus the custom routes, with the
   manager's `run()` as the lifespan.
+- Calls. On 2.x, `tools/call` skips the parts of the SDK's per-request pipeline that
+  re-check what faultbench made itself (`fast_tool_calls`, below); 1.x has no middleware.
 - Protocol versions. Only 2.x speaks 2026-07-28 (self-contained requests, any JSON value as
   `structuredContent`, `server/discover`); on 1.x every client does the 2025 handshake, so
   `MODERN_PROTOCOL_VERSIONS` is empty and per-session isolation needs no opt-out of discovery.
@@ -79,6 +81,8 @@ MCP_MAJOR = int(MCP_VERSION.split(".", 1)[0])
 
 if MCP_MAJOR >= 2:
     import mcp_types as types
+    import opentelemetry.trace as _otel_trace  # a dependency of mcp 2.x, imported by it
+    from mcp_types import methods as _methods
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS as _MODERN
 
     MODERN_PROTOCOL_VERSIONS: frozenset[str] = frozenset(_MODERN)
@@ -188,6 +192,8 @@ def init_server(
             on_subscriptions_listen=ListenHandler(bus),
         )
         server.subscription_bus = bus
+        # Outermost, before the SDK's OpenTelemetry middleware: see `fast_tool_calls`.
+        server.middleware.insert(0, FastToolCalls(server, call_tool))
         return
     Server.__init__(server, name, version=version, instructions=instructions)
     server.subscription_bus = None  # 1.x: change notifications go on the session
@@ -212,6 +218,119 @@ def init_server(
 
     server.list_tools()(listed)
     server.call_tool(validate_input=False)(called)
+
+
+class FastToolCalls:
+    """2.x server middleware (`Server.middleware`, public): a `tools/call` answered by the
+    handler directly, in the wire form the SDK's pipeline would give it, without the parts of
+    that pipeline that re-check what faultbench made itself.
+
+    The SDK's `ServerRunner` runs each request through its middleware (OpenTelemetry first),
+    validates the params against the protocol version's schema and then again as the method's
+    params model, calls the handler, validates its result against that version's result
+    schema and dumps it in that schema's shape (fields of other versions left out), and at
+    2026-07-28 stamps the server's identity into `_meta`. Here:
+
+    - the params are validated once, with the SDK's own per-version check
+      (`mcp_types.methods.validate_client_request`, public API); anything it refuses, a
+      handshake-era session not yet initialized, or a server with cache hints goes the SDK's
+      way, which answers it as it always has;
+    - the handler's result (`render_result` or `error_result`: always the same few keys,
+      values already JSON) is put in the shape the SDK's dump gives it (`shape_result`; a
+      test holds the two equal, key order included, for every kind of answer);
+    - no OpenTelemetry span unless tracing is on (a tracer provider set: then the call goes
+      the SDK's way, spans and all).
+
+    It saves the params model (~1 us), the result's validation and dump (~5-6 us, measured
+    alone) and the span; the rest of the SDK's per-request pipeline stays.
+    """
+
+    def __init__(self, server: Any, call_tool: CallTool):
+        self.server = server
+        self.call_tool = call_tool
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/call" or _tracing() or self.server.cache_hints:
+            return await call_next(ctx)
+        version = ctx.protocol_version
+        params = ctx.params
+        modern = version in MODERN_PROTOCOL_VERSIONS
+        if not modern and ctx.session.client_params is None:
+            return await call_next(ctx)  # before `initialize`: the SDK refuses it
+        try:
+            _methods.validate_client_request("tools/call", version, params)
+        except Exception:  # the SDK's error answer, as it would give it
+            return await call_next(ctx)
+        arguments = params.get("arguments")
+        out = await self.call_tool(ctx, CallParams(params["name"], arguments))
+        return shape_result(out, version, self.server.server_info_stamp if modern else None)
+
+
+def shape_result(out: dict[str, Any], version: str | None, stamp: Any = None) -> dict[str, Any]:
+    """A tool call's wire result (`render_result`, `error_result`: text content only) as 2.x's
+    server runner sends it at `version`: its schema's fields in its order (`resultType` only from 2026-07-28),
+    and `stamp` (the server's identity, 2026-07-28) in `_meta`."""
+    meta = out["_meta"]
+    if stamp is not None:
+        meta = {**meta, types.SERVER_INFO_META_KEY: stamp}
+    content = [{"text": item["text"], "type": item["type"]} for item in out["content"]]
+    shaped: dict[str, Any] = {"_meta": meta, "content": content, "isError": out["isError"]}
+    if version in MODERN_PROTOCOL_VERSIONS:
+        shaped["resultType"] = out["resultType"]
+    if "structuredContent" in out:
+        shaped["structuredContent"] = out["structuredContent"]
+    return shaped
+
+
+def modern_tool_call(message: Any) -> tuple[str, CallParams] | None:
+    """(protocol version, params) of a JSON-RPC message that is a `tools/call` request at
+    2026-07-28 (self-contained: its version in `params._meta`) which the SDK would accept:
+    the envelope the SDK's modern ladder requires (`mcp.shared.inbound`), then the
+    per-version params schema (`mcp_types.methods`). None for anything else, and on 1.x."""
+    if MCP_MAJOR < 2 or not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    if message.keys() != _REQUEST_KEYS or message["jsonrpc"] != "2.0":
+        return None
+    if type(message["id"]) not in (int, str):  # JSON-RPC ids; a bool is not one
+        return None
+    params = message["params"]
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(types.PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+
+    if isinstance(classify_inbound_request(message), InboundLadderRejection):
+        return None
+    try:
+        _methods.validate_client_request("tools/call", version, params)
+    except Exception:  # the SDK answers it, as it always has
+        return None
+    return version, CallParams(params["name"], params.get("arguments"))
+
+
+_REQUEST_KEYS = {"jsonrpc", "id", "method", "params"}
+
+
+def opens_modern(message: Any) -> bool | None:
+    """Whether a stdio connection whose first request is `message` is served at 2026-07-28
+    (2.x's rule: a request other than `initialize` whose `params._meta` has the protocol
+    version key); None if `message` is no request (it decides nothing)."""
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return (
+        MCP_MAJOR >= 2
+        and message["method"] != "initialize"
+        and isinstance(meta, dict)
+        and types.PROTOCOL_VERSION_META_KEY in meta
+    )
+
+
+def _tracing() -> bool:
+    """An OpenTelemetry tracer provider is set (the API's default is a proxy to none)."""
+    return not isinstance(_otel_trace.get_tracer_provider(), _otel_trace.ProxyTracerProvider)
 
 
 def tool_list_options(options: Any) -> Any:

@@ -310,6 +310,14 @@ class WorldServer(Server):
         _sdk.stamp_server_info(self, out, protocol_version)
         return out
 
+    async def answer_modern(self, version: str, params: Any) -> dict[str, Any]:
+        """The result of a 2026-07-28 `tools/call` (self-contained: no session), exactly as
+        the SDK's server runner would send it (`_sdk.shape_result`): what the stdio loop
+        answers itself (`_stdio.py`, "Tool calls at 2026-07-28")."""
+        ctx = _sdk.Request(request=None, protocol_version=version)
+        out = await self._on_call_tool(ctx, params)
+        return _sdk.shape_result(out, version, self.server_info_stamp)
+
     async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         name = params.name
         try:

@@ -17,6 +17,20 @@ by it without an answer (it cannot read the request's id). `_LineReader` answers
 itself, with a JSON-RPC "Invalid Request" error for its id, found by a scan that does not
 recurse; only on our own streams (the SDK's thread-based ones cannot be shared this way).
 
+Tool calls at 2026-07-28 (on our own streams, mcp 2.x): the line is parsed here anyway (the
+check above), so once a connection is modern (its first request carried the 2026-07-28
+envelope and was not `initialize`: the SDK's rule, `_sdk.opens_modern`), a later `tools/call`
+line that the SDK would accept (`_sdk.modern_tool_call`: its own envelope and params checks)
+is answered here, in a task of its own (concurrent calls still form one `World.acall`
+batch), with the result the SDK's runner would send (`WorldServer.answer_modern`), serialized
+by the same pydantic-core serializer, one whole line through the same writer. It skips the
+SDK's message models, memory streams, dispatcher task and runner: about half of a call's
+CPU (docs/BENCHMARKS.md). Everything else (the opening request, `initialize`, lists,
+notifications, any line the checks refuse) goes to the SDK as before. A
+`notifications/cancelled` for such a call reaches the SDK, which knows no such request: the
+call (a few virtual-time steps, never a real wait) is answered; MCP lets a server answer a
+request it was asked to cancel.
+
 While serving, fd 1 points at stderr, so a handler that prints cannot corrupt the protocol
 (the SDK does the same when it claims the streams itself).
 """
@@ -27,14 +41,17 @@ import json
 import os
 import re
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import pydantic_core
 import trio
 
-from ._sdk import stdio_server
+from ._sdk import CallParams, modern_tool_call, opens_modern, stdio_server
+
+#: `WorldServer.answer_modern`: (protocol version, params) -> the result, in wire form
+Answer = Callable[[str, CallParams], Awaitable[dict[str, Any]]]
 
 _CHUNK = 1 << 16
 #: JSON-RPC messages nested deeper than this are answered "Invalid Request" here (the SDK's
@@ -118,6 +135,10 @@ class _LineReader:
         self._buf = bytearray()
         self._eof = False
         self.reply: _Writer | None = None
+        #: answers 2026-07-28 tool calls here (see the module's doc), with `reply`
+        self.answer: Answer | None = None
+        self.nursery: trio.Nursery | None = None
+        self.modern: bool | None = None  # the connection's era, once its first request said
 
     def __aiter__(self) -> _LineReader:
         return self
@@ -158,10 +179,14 @@ class _LineReader:
                 "arguments nested less deeply",
             }
         else:
-            bad = unparsable(text)
-            if bad is None:
-                return False
-            reason, ident = bad
+            if not text.strip():
+                return False  # blank lines are skipped, not messages
+            try:
+                message = pydantic_core.from_json(text)  # the parser the SDK reads lines with
+            except ValueError as exc:
+                reason, ident = str(exc), _scan(text)[1]
+            else:
+                return self._answered(message)
             error = {
                 "code": -32700,
                 "message": f"Parse error: {reason}; expected one JSON-RPC message per line "
@@ -172,6 +197,27 @@ class _LineReader:
         await self.reply.write(json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}) + "\n")
         await self.reply.flush()
         return True
+
+    def _answered(self, message: Any) -> bool:
+        """A 2026-07-28 tool call taken to be answered here (see the module's doc)."""
+        if self.modern is None:
+            self.modern = opens_modern(message)  # None until a request: it decides the era
+            return False  # the opening request is the SDK's: it opens the connection
+        if not self.modern or self.answer is None or self.nursery is None:
+            return False
+        call = modern_tool_call(message)
+        if call is None:
+            return False
+        self.nursery.start_soon(self._answer, message["id"], *call)
+        return True
+
+    async def _answer(self, ident: int | str, version: str, params: CallParams) -> None:
+        assert self.answer is not None
+        assert self.reply is not None
+        result = await self.answer(version, params)  # a failing call is a result: never raises
+        line = pydantic_core.to_json({"jsonrpc": "2.0", "id": ident, "result": result})
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await self.reply.send_line(line + b"\n")  # else the client has gone
 
 
 class _Writer:
@@ -187,6 +233,11 @@ class _Writer:
     async def write(self, text: str) -> None:
         self._buf.append(text.encode("utf-8"))
 
+    async def send_line(self, line: bytes) -> None:
+        """Send one whole line now (after whatever is buffered)."""
+        self._buf.append(line)
+        await self.flush()
+
     async def flush(self) -> None:
         async with self._lock:
             if self._buf:
@@ -196,8 +247,9 @@ class _Writer:
 
 
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """The (read, write) MCP message streams over this process's stdin/stdout."""
+async def stdio_streams(answer: Answer | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The (read, write) MCP message streams over this process's stdin/stdout; with
+    `answer`, 2026-07-28 tool calls are answered by it, here (see the module's doc)."""
     stdin = stdout = None
     in_stream = out_stream = None
     saved_stdout_fd: int | None = None
@@ -213,10 +265,15 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             os.dup2(2, 1)
         if stdin is not None and stdout is not None:
             stdin.reply = stdout
+            stdin.answer = answer
         # Duck-typed: stdio_server only iterates stdin and awaits stdout.write/flush, which is
-        # all an anyio AsyncFile is used for there.
-        async with stdio_server(stdin=stdin, stdout=stdout) as streams:  # type: ignore[arg-type]  # not AsyncFiles: duck-typed, see above
-            yield streams
+        # all an anyio AsyncFile is used for there. The nursery holds the calls answered here:
+        # when stdin ends, those in flight are answered before the streams close.
+        async with trio.open_nursery() as nursery:
+            if stdin is not None:
+                stdin.nursery = nursery
+            async with stdio_server(stdin=stdin, stdout=stdout) as streams:  # type: ignore[arg-type]  # not AsyncFiles: duck-typed, see above
+                yield streams
     finally:
         if saved_stdout_fd is not None:
             with suppress(OSError):
@@ -230,5 +287,5 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
 
 async def serve_stdio(server: Any) -> None:
     """Serve `server` (a low-level mcp Server) on stdin/stdout until stdin closes."""
-    async with stdio_streams() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    async with stdio_streams(getattr(server, "answer_modern", None)) as (read, write):
+        await server.run(read, write, server.create_initialization_options())
