@@ -141,3 +141,21 @@ async def test_your_own_agent_wraps_its_model():
         ("stream_cut", "ScriptedChatModel")
     ]
     assert world.clock.now() - world.events[0].at == timedelta(milliseconds=200)
+
+
+def test_the_wrapper_answers_a_synchronous_call_too():
+    from langchain_core.exceptions import ModelAPIError
+
+    from faultbench.integrations.langgraph import FaultyChatModel
+
+    world = faultbench.load_world(SHOP, seed=3)
+    world.set_faults({"model": {"script": {1: "http_503", 2: "empty_completion"}}})
+    model = FaultyChatModel.around(scripted_model(looks_up_order), world)
+    with pytest.raises(ModelAPIError) as raised:
+        model.invoke("go")
+    assert raised.value.status_code == 503
+    answer = model.invoke("go")  # the scripted model's tool call, emptied
+    assert (answer.content, answer.tool_calls) == ("", [])
+    assert model.invoke("go").tool_calls[0]["name"] == "get_order"
+    assert [m.kind for m in world.trace.model_calls] == ["http_503", "empty_completion", None]
+    assert [u.k for u in world.trace.model_usage] == [2, 3]
