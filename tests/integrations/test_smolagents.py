@@ -89,3 +89,39 @@ async def test_running_out_of_steps_is_a_failed_run_not_an_exception(shop):
     assert not run.ok
     assert type(run.error).__name__ == "AgentMaxStepsError"
     assert run.trace.summary() == "get_order → get_order → get_order"
+
+
+# --- model faults (the kinds under every framework: tests/integrations/test_model_faults.py) --
+
+
+def looks_up_order(seen):
+    if not seen:
+        return ToolCall("get_order", {"id": "1"})
+    return Reply(f"ok={seen[-1].ok}")
+
+
+def test_your_own_agent_wraps_its_model():
+    from smolagents import ToolCallingAgent
+    from smolagents.memory import ActionStep
+    from smolagents.monitoring import LogLevel
+    from smolagents.utils import AgentGenerationError, AgentParsingError
+
+    from faultbench.integrations.smolagents import FaultyModel, ModelHTTPError
+
+    world = faultbench.load_world(SHOP, seed=3)
+    world.set_faults({"model": {"script": {1: "empty_completion", 3: "http_429"}}})
+    model = FaultyModel(scripted_model(looks_up_order), world)
+    with load_tools(build_server(world)) as tools:
+        agent = ToolCallingAgent(tools=tools, model=model, verbosity_level=LogLevel.OFF)
+        with pytest.raises(AgentGenerationError) as raised:
+            agent.run("go")
+    # an empty answer is an error step the model reads; a 429 ends the run
+    steps = [s for s in agent.memory.steps if isinstance(s, ActionStep)]
+    assert isinstance(steps[0].error, AgentParsingError)
+    assert isinstance(raised.value.__cause__, ModelHTTPError)
+    assert raised.value.__cause__.retry_after == 1.0
+    assert [m.kind for m in world.trace.model_calls] == ["empty_completion", None, "http_429"]
+    assert [(u.k, u.model) for u in world.trace.model_usage] == [
+        (1, "faultbench-scripted"),
+        (2, "faultbench-scripted"),
+    ]

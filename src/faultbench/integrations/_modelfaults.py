@@ -1,4 +1,4 @@
-"""What both frameworks' model wrappers share: when to wrap, and how an answer is broken.
+"""What the frameworks' model wrappers share: when to wrap, and how an answer is broken.
 
 A wrapper sits between a framework's agent and its model. Before each request it asks the
 world for the call's decision (`World.model_call`: logged, clock moved); an error kind is

@@ -27,6 +27,12 @@ their source):
   run goes to a worker thread so that `run_agent` can be awaited like the other integrations.
   After `max_steps` steps the agent asks the model for a final answer and records
   `AgentMaxStepsError`: `run_agent` reports that as a failed run.
+- Any exception from the model's `generate` ends the run (`AgentGenerationError`, raised from
+  `run`); there is no provider-neutral model error: each `Model` raises its client's (openai's,
+  huggingface_hub's, litellm's), and `ApiModel`'s own retry of rate limits sits around its
+  client call, inside the model. A model answer without tool calls goes to the model's
+  `parse_tool_calls`, and one that yields none is an error step (`AgentParsingError`) the
+  model reads at its next step.
 """
 
 from __future__ import annotations
@@ -34,11 +40,14 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import dataclasses
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
 from ._run import AgentRun, Http, InProcess, Target, missing_extra, observe, target
 from ._script import Policy, Reply, Seen, ToolCall, seen_result
 
@@ -55,17 +64,22 @@ try:
         MessageRole,
         Model,
     )
-    from smolagents.monitoring import LogLevel
-    from smolagents.utils import AgentMaxStepsError
+    from smolagents.monitoring import LogLevel, TokenUsage
+    from smolagents.utils import AgentGenerationError, AgentMaxStepsError
 except ImportError as error:  # pragma: no cover - exercised in a fresh interpreter
     raise missing_extra("smolagents", error) from error
 
+from faultbench.kernel import World
+from faultbench.kernel.lowlevel import ModelFault
 from faultbench.serve import WorldServer, serve_in_thread
 
 __all__ = [
     "MAX_STEPS",
     "ErrorMarkingAdapter",
+    "FaultyModel",
     "MCPToolError",
+    "ModelHTTPError",
+    "ModelTimeoutError",
     "ScriptedModel",
     "load_tools",
     "run_agent",
@@ -158,6 +172,7 @@ async def run_agent(
     system_prompt: str | None = None,
     max_steps: int = MAX_STEPS,
     error_marker: bool = True,
+    model_faults_world: World | None = None,
     **agent_kwargs: Any,
 ) -> AgentRun:
     """Run a smolagents `ToolCallingAgent` once with the world's tools; return its result and
@@ -167,7 +182,10 @@ async def run_agent(
     `system_prompt` becomes the agent's `instructions`; `agent_kwargs` go to
     `ToolCallingAgent`. `run.result` is smolagents' `RunResult`, `run.output` the final
     answer. A run that reaches `max_steps` is returned as a failed run (`run.ok` False,
-    `run.error` the `AgentMaxStepsError`).
+    `run.error` the `AgentMaxStepsError`); so is one that a model error ends (`run.error` the
+    `AgentGenerationError`, the model's error as its `__cause__`). When the world's fault
+    rules have a `model:` key, the model is wrapped in `FaultyModel` (an in-process world;
+    otherwise pass the run's world as `model_faults_world=`).
     """
 
     def run(where: Target) -> Any:
@@ -189,8 +207,121 @@ async def run_agent(
             return result, errors[-1] if errors and result.state != "success" else None
 
     async with observe(target(mcp)) as seen:
-        result, failed = await asyncio.to_thread(run, seen.target)
-    return seen.finish(result, result.output, failed)
+        world = model_world(seen.target, model_faults_world)
+        if world is not None and not isinstance(model, FaultyModel):
+            model = FaultyModel(model, world)
+        try:
+            result, failed = await asyncio.to_thread(run, seen.target)
+        except AgentGenerationError as error:
+            result, failed = None, error
+    return seen.finish(result, None if result is None else result.output, failed)
+
+
+# --- model faults ---------------------------------------------------------------------------
+
+
+class ModelHTTPError(RuntimeError):
+    """A model API's HTTP error (429, 500, 503), with what a provider's carries: `status_code`
+    and, for a 429, `retry_after` (seconds)."""
+
+    def __init__(self, message: str, status_code: int, retry_after: float | None = None):
+        super().__init__(f"Error code: {status_code} - {message}")
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+class ModelTimeoutError(TimeoutError):
+    """A model API request that timed out."""
+
+
+class FaultyModel(Model):  # type: ignore[misc]  # smolagents ships no type information
+    """A smolagents `Model` whose calls meet the world's model faults (docs/FAULTS.md, "Model
+    faults").
+
+    Each `generate` asks `world.model_call()` first: an error kind raises `ModelHTTPError`
+    (429 with `retry_after`, 500, 503) or `ModelTimeoutError` (smolagents has no error types
+    of its own for a model API, and ends the run on any: `AgentGenerationError`); an answer
+    kind breaks the wrapped model's real answer. The usage of each answer (its
+    `token_usage`) is logged (`world.model_used`). No `generate_stream`: an agent with
+    `stream_outputs=True` refuses the wrapper.
+    """
+
+    def __init__(self, wrapped: Model, world: World):
+        self.label = getattr(wrapped, "model_id", None) or type(wrapped).__name__
+        super().__init__(model_id=self.label)
+        self.wrapped = wrapped
+        self.world = world
+
+    def generate(
+        self,
+        messages: list[ChatMessage],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
+        fault = self.world.model_call(self.label)
+        if fault.kind in ERROR_KINDS:
+            raise _error(fault)
+        message = self.wrapped.generate(
+            messages,
+            stop_sequences=stop_sequences,
+            response_format=response_format,
+            tools_to_call_from=tools_to_call_from,
+            **kwargs,
+        )
+        usage = message.token_usage
+        read, wrote = (usage.input_tokens, usage.output_tokens) if usage is not None else (0, 0)
+        self.world.model_used(fault.k, read, wrote, self.label)
+        return _broken(message, fault, tools_to_call_from or [])
+
+    def parse_tool_calls(self, message: ChatMessage) -> ChatMessage:
+        return self.wrapped.parse_tool_calls(message)
+
+
+def _error(fault: ModelFault) -> Exception:
+    if fault.kind == "timeout":
+        return ModelTimeoutError(fault.message)
+    status = {"http_429": 429, "http_500": 500, "http_503": 503}[fault.kind or ""]
+    return ModelHTTPError(fault.message, status, fault.retry_after_s)
+
+
+def _schema(tools: list[Any], name: str) -> dict[str, Any]:
+    """A smolagents tool's inputs as the JSON Schema `drop_required` reads: required are the
+    inputs not marked `nullable`."""
+    tool = next((t for t in tools if getattr(t, "name", None) == name), None)
+    inputs = getattr(tool, "inputs", None) or {}
+    return {"required": [n for n, spec in inputs.items() if not spec.get("nullable")]}
+
+
+def _with_args(call: Any, arguments: Any) -> Any:
+    function = dataclasses.replace(call.function, arguments=arguments)
+    return dataclasses.replace(call, function=function)
+
+
+def _broken(message: ChatMessage, fault: ModelFault, tools: list[Any]) -> ChatMessage:
+    calls = list(message.tool_calls or [])
+    if fault.kind == "empty_completion":
+        return dataclasses.replace(message, content="", tool_calls=None)
+    if fault.kind == "stream_cut":
+        # The stream ends in the middle of its last part: a tool call comes after the text.
+        if calls:
+            last = calls[-1]
+            args = last.function.arguments
+            text = args if isinstance(args, str) else json.dumps(args)
+            calls[-1] = _with_args(last, cut(text))
+            return dataclasses.replace(message, tool_calls=calls)
+        return dataclasses.replace(message, content=cut(_text(message)))
+    if fault.kind == "malformed_tool_call" and calls:
+        first = calls[0]
+        args = first.function.arguments
+        if fault.how == "missing_field":
+            broken: Any = drop_required(args, _schema(tools, first.function.name))
+        else:
+            broken = unparsable(args)
+        calls[0] = _with_args(first, broken)
+        return dataclasses.replace(message, tool_calls=calls)
+    return message
 
 
 # --- scripted agents --------------------------------------------------------------------------
@@ -279,7 +410,11 @@ class ScriptedModel(Model):  # type: ignore[misc]  # smolagents ships no type in
         step = self.policy(_history(messages))
         if isinstance(step, Reply):
             if tools_to_call_from is None:  # asked for a final answer in plain text
-                return ChatMessage(role=MessageRole.ASSISTANT, content=step.text)
+                return ChatMessage(
+                    role=MessageRole.ASSISTANT,
+                    content=step.text,
+                    token_usage=_usage(messages, step.text),
+                )
             name, args = "final_answer", {"answer": step.text}
         else:
             assert isinstance(step, ToolCall), f"a policy returns ToolCall or Reply, not {step!r}"
@@ -289,7 +424,18 @@ class ScriptedModel(Model):  # type: ignore[misc]  # smolagents ships no type in
             id=f"call_{next(self._ids)}",
             type="function",
         )
-        return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            content="",
+            tool_calls=[call],
+            token_usage=_usage(messages, json.dumps(args)),
+        )
+
+
+def _usage(messages: Sequence[ChatMessage], wrote: str) -> TokenUsage:
+    """Usage as a provider reports it, counted in words: what was read, what was written."""
+    read = sum(len(_text(m).split()) for m in messages)
+    return TokenUsage(input_tokens=read, output_tokens=len(wrote.split()))
 
 
 def scripted_model(policy: Policy) -> ScriptedModel:
