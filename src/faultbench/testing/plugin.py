@@ -431,11 +431,11 @@ def mcp_server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     return _server(request, world)
 
 
-def _server(request: pytest.FixtureRequest, world: World, *, principal: bool = True) -> WorldServer:
+def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     from faultbench.serve import build_server
 
     url = _webhook_url(request, world)
-    name = _marked_principal(request) if principal else None
+    name = _marked_principal(request)
     try:
         return build_server(world, principal=name, webhook_url=url)
     except ValueError as exc:  # an unknown principal, or a world without auth:
