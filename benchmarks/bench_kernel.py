@@ -7,6 +7,8 @@ Measured (median of several repeats, wall clock, one process):
 - table writes/s the same mix through `Table.insert` / `Table.update` (type checks + events)
 - call/s         `World.call("get_order", {"id": ...})` on a world without faults; >= 50k/s
 - snapshot, fork on worlds of 1k and 100k records: O(1), target < 50 us each
+- World.from_spec of the shop example's world: the next run of a suite (same spec and seed
+                 as the world before) and the first world of a spec
 - replay         `replay(spec, events)` of a 100k-event log (in memory); target < 1.5 s,
                  and the same from JSON Lines bytes (decode + replay); then a 100k-event log
                  written by tool calls (creates, updates, gets, invalid calls)
@@ -20,6 +22,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+import msgspec
 
 from faultbench.kernel import (
     RecordCreated,
@@ -164,6 +168,19 @@ def main() -> None:
     dt = best_of(lambda: replay(spec, calls_log), 3)
     rows.append((f"replay {len(calls_log):,} events of calls", dt, "< 1.5 s", "s"))
     assert replay(spec, calls_log).state_hash() == agent.state_hash()
+
+    # --- a world per run, as a suite makes them (issue 24) ---------------------------------
+    # The shop example's world (45 seed rows, custom handlers). "next": the same spec and seed
+    # as the world before, another run index (a suite's runs), which starts from that world's
+    # genesis; "first": a spec no world has used yet (a copy of it), which seeds its rows,
+    # compiles its operations and builds its indexes.
+    shop = load_spec(ROOT / "examples" / "shop" / "worlds" / "shop.yaml")
+    World.from_spec(shop)
+    runs = iter(range(10**9))
+    dt = per_op(lambda: World.from_spec(shop, run=next(runs)), 200)
+    rows.append(("World.from_spec, next run (shop)", dt * 1e6, "(no target)", "us"))
+    dt = per_op(lambda: World.from_spec(msgspec.structs.replace(shop), run=1), 20)
+    rows.append(("World.from_spec, first of a spec (shop)", dt * 1e6, "(no target)", "us"))
 
     # --- report ----------------------------------------------------------------------------
     print(f"faultbench kernel benchmark  (Python {sys.version.split()[0]}, {sys.platform})")
