@@ -399,11 +399,13 @@ class WorldServer(Server):
         its clock ends here: an MCP tool call, a `--rest` request, the control API's
         `POST /faultbench/clock`. A failing endpoint is a failed attempt in the log; anything
         else is logged here and the caller still gets its answer."""
-        from faultbench.webhooks import deliver
-
         url = self.webhook_url
         if url is None:
+            # before any import: a server out of file descriptors cannot open a module file,
+            # and its first tool call must not need to (tests/soak/test_journal_soak.py)
             return
+        from faultbench.webhooks import deliver
+
         if self._delivering is None:
             self._delivering = anyio.Lock()
         async with self._delivering:
