@@ -5,6 +5,8 @@ name, imports none of what it does not use."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,17 +15,25 @@ def lazy_names(
     package: str, namespace: dict[str, Any], where: Mapping[str, str]
 ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The `__getattr__` and `__dir__` of a module whose names `where` maps to the (relative,
-    to `package`) modules they live in; `"module:attr"` when the name is another there. A
-    name, once looked up, is an ordinary attribute."""
+    to `package`) modules they live in; `"module:attr"` when the name is another there.
+
+    A name is read from its module as `sys.modules` holds it at each look-up, never kept in
+    the package: a module dropped from `sys.modules` and imported again (pytest's `pytester`
+    restores `sys.modules` after each in-process run) would otherwise leave the package
+    handing out the old copy's classes, and `isinstance` against the new copy's would fail.
+    A look-up costs a dict read more than an attribute."""
+    modules = {name: place.partition(":") for name, place in where.items()}
 
     def __getattr__(name: str) -> object:
-        place = where.get(name)
+        place = modules.get(name)
         if place is None:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        module, _, attr = place.partition(":")
-        value = getattr(importlib.import_module(module, package), attr or name)
-        namespace[name] = value
-        return value
+        module, _, attr = place
+        full = importlib.util.resolve_name(module, package)
+        loaded = sys.modules.get(full)
+        if loaded is None:
+            loaded = importlib.import_module(full)
+        return getattr(loaded, attr or name)
 
     def __dir__() -> list[str]:
         return sorted({*namespace, *where})
