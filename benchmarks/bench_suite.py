@@ -43,13 +43,20 @@ bytecode writing on and `PYTHONPYCACHEPREFIX` in a temporary directory, after on
 warm-up of each command ("warm"); `--cold` keeps the environment as it is.
 
     uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
-        [--plugin 1000] [--cold] [--src OTHER_CHECKOUT/src]
+        [--plugin 1000] [--gc 1000] [--cold] [--src OTHER_CHECKOUT/src]
+
+`--gc N` (issue 24) runs the same shop suites of N runs in one process each, alternating
+`--faultbench-gc=tuned` (the default: `docs/TESTING.md`, "The garbage collector during runs")
+with `--faultbench-gc=default` (CPython's own settings), and reports per setting the median
+over rounds of the pytest time and of the seconds the collector ran until the session ended
+(`gc.callbacks`, recorded by a conftest; pytest's own `gc.collect()` calls at exit come later
+and are not counted).
 
 `--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
 process; this script and the examples stay this checkout's): run it once per checkout,
 alternating, for a before/after.
 
-(`--only-agents` skips the 20-run start-up measurement, also after `--plugin`.)
+(`--only-agents` skips the 20-run start-up measurement, also after `--plugin` or `--gc`.)
 """
 
 from __future__ import annotations
@@ -253,12 +260,81 @@ def agent_suites(runs: int, rounds: int) -> None:
         print(f"  {framework}: -n 2 speed-up {one / two:.2f}x (target >= 1.7x)")
 
 
+GC_CONFTEST = """
+import gc, json, os, time
+
+_spent = [0.0, 0]
+_start = [0.0]
+
+def _timed(phase, info):
+    if phase == "start":
+        _start[0] = time.perf_counter()
+    else:
+        _spent[0] += time.perf_counter() - _start[0]
+        _spent[1] += 1
+
+gc.callbacks.append(_timed)
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):
+        with open(os.environ["GC_SPENT"], "w") as f:
+            json.dump(_spent, f)
+"""
+
+
+def gc_compare(runs: int, rounds: int) -> None:
+    """`--gc N`: the shop suites with the collector tuned and as CPython has it (docstring)."""
+    import json
+
+    py = sys.executable
+    frameworks = [
+        f
+        for f in ("pydantic_ai", "openai_agents")
+        if importlib.util.find_spec(f.replace("openai_agents", "agents")) is not None
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
+        shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
+        (d / "pytest.ini").write_text(INI)
+        (d / "conftest.py").write_text(GC_CONFTEST)
+        spent_file = d / "spent.json"
+        ENV["GC_SPENT"] = str(spent_file)
+        commands: dict[str, list[str]] = {}
+        for framework in frameworks:
+            name = f"test_{framework}.py"
+            (d / name).write_text(
+                AGENT_SUITE.format(root=str(ROOT), framework=framework, runs=runs)
+            )
+            base = [py, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio"]
+            for setting in ("tuned", "default"):
+                commands[f"{framework}, gc {setting}"] = [*base, f"--faultbench-gc={setting}"]
+        for args in commands.values():  # warm-up (bytecode caches), not counted
+            cpu_timed([*args, "--co"], d)
+        seen: dict[str, list[tuple[float, float, int]]] = {name: [] for name in commands}
+        for r in range(rounds):
+            print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
+            for name, args in commands.items():
+                _wall, _cpu, out = cpu_timed(args, d)
+                seconds, _outcome = pytest_seconds(out)
+                spent, collections = json.loads(spent_file.read_text())
+                seen[name].append((seconds, spent, collections))
+    print(f"{runs} runs per suite, one process, median of {rounds} rounds (faults on)")
+    for name, got in seen.items():
+        print(
+            f"  {name:30} pytest time {statistics.median(g[0] for g in got):6.2f} s"
+            f"   collecting {statistics.median(g[1] for g in got):5.2f} s"
+            f" ({statistics.median(g[2] for g in got):.0f} collections)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--agents", type=int, metavar="N", default=None)
     parser.add_argument("--only-agents", action="store_true")
     parser.add_argument("--plugin", type=int, metavar="N", default=None)
+    parser.add_argument("--gc", type=int, metavar="N", default=None)
     parser.add_argument("--cold", action="store_true", help="keep PYTHONDONTWRITEBYTECODE")
     parser.add_argument("--src", type=Path, default=None, help="another checkout's src/")
     opts = parser.parse_args()
@@ -278,6 +354,10 @@ def main() -> None:
     if not opts.cold:
         warm_environment(Path(cache.name))
     print("bytecode:", "as the environment has it (cold)" if opts.cold else "cached (warm)")
+    if opts.gc is not None:
+        gc_compare(opts.gc, opts.rounds)
+        if opts.only_agents:
+            return
     if opts.plugin is not None:
         plugin_cost(opts.plugin, opts.rounds)
         if opts.only_agents:

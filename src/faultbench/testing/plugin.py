@@ -40,6 +40,7 @@ from ._plugin._async import run_coroutine_test, trio_variants
 from ._plugin._command import ServeCommand
 from ._plugin._compare import ComparePlugin, compare_spec
 from ._plugin._concurrent import ConcurrentRuns, add_concurrency_option
+from ._plugin._gc import RunLoopGC, add_gc_option
 from ._plugin._grading import grade_run
 from ._plugin._handles import Faults, LiveTrace
 from ._plugin._harness import problem, setup_problem
@@ -100,6 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     add_output_options(group)
     add_concurrency_option(group)
+    add_gc_option(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -123,9 +125,16 @@ def pytest_configure(config: pytest.Config) -> None:
         ),
         "faultbench-concurrency",
     )
+    config.pluginmanager.register(
+        RunLoopGC(config, lambda item: RUN_KEY in item.stash), "faultbench-gc"
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.pluginmanager.get_plugin("faultbench-gc")
+    if collector is not None:
+        collector.restore()  # a session that ended before its sessionfinish
+        config.pluginmanager.unregister(collector)
     concurrency = config.pluginmanager.get_plugin("faultbench-concurrency")
     if concurrency is not None:
         config.pluginmanager.unregister(concurrency)
@@ -709,6 +718,13 @@ class FaultbenchSession:
             if world is not None:
                 report.user_properties.append(("faultbench_calls", world.trace.summary()))
                 report.user_properties.append(("faultbench_state_hash", world.state_hash()))
+            # The item lives until the session ends; its world need not. Kept, every run's
+            # world (~150 objects) would stay for the garbage collector to walk on each full
+            # collection: 1,000 runs made those collections several times costlier (issue 24).
+            if WORLD_KEY in item.stash:
+                del item.stash[WORLD_KEY]
+            if COMMAND_KEY in item.stash:
+                del item.stash[COMMAND_KEY]
         # A report may carry extra attributes (pytest's TestReport says so); JSON types only,
         # so that pytest-xdist carries it from worker to controller.
         report.faultbench = data

@@ -13,6 +13,7 @@ sampling seed, `random.Random(faultbench_run.seed)`).
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -86,6 +87,13 @@ class FileFaults:
 FILE_FAULTS = FileFaults()
 
 
+@functools.lru_cache(maxsize=1024)
+def _resolved(here: Path, path: str) -> Path:
+    """A marker's path relative to its test file, made absolute: once per process for each
+    (test folder, path), not once per run (a `resolve()` reads the file system)."""
+    return (here / path).resolve()
+
+
 @dataclass(frozen=True)
 class Plan:
     """What the plugin's markers on one test ask for."""
@@ -109,7 +117,7 @@ class Plan:
         runs_mark = node.get_closest_marker("runs")
         if world_mark is None and runs_mark is None:
             return None
-        here = Path(node.path).parent
+        here = node.path.parent
         world = None
         if world_mark is not None:
             path = _one_arg(world_mark, "path")
@@ -118,7 +126,7 @@ class Plan:
                     'Expected @pytest.mark.world("path/to/world.yaml") (relative to the test '
                     f"file). Instead, received: {path!r}"
                 )
-            world = (here / path).resolve()
+            world = _resolved(here, os.fspath(path))
         faults: Any = None
         faults_mark = node.get_closest_marker("faults")
         if faults_mark is not None:
@@ -128,7 +136,7 @@ class Plan:
             elif isinstance(arg, dict):
                 faults = arg
             elif isinstance(arg, str | os.PathLike):
-                faults = (here / arg).resolve()
+                faults = _resolved(here, os.fspath(arg))
             else:
                 raise ValueError(
                     "Expected @pytest.mark.faults() (the world file's block), "

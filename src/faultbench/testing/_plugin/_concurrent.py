@@ -175,6 +175,19 @@ class ConcurrentRuns:
         finally:
             item.obj = original
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Any:
+        """Let go of what an item kept for batches once it is torn down: items live until
+        the session ends, their fixtures' recipes and a batch's outcome (a world, fixture
+        values) need not."""
+        try:
+            return (yield)
+        finally:
+            if RECIPES_KEY in item.stash:
+                del item.stash[RECIPES_KEY]
+            if OUTCOME_KEY in item.stash:
+                item.stash[OUTCOME_KEY] = RAN
+
     # --- batches -----------------------------------------------------------------------------
 
     def _swap(self, item: pytest.Function) -> Callable[..., Coroutine[Any, Any, None]] | None:

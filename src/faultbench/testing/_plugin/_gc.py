@@ -1,0 +1,85 @@
+"""The garbage collector while a suite's runs run (issue 24: the per-run cost of a suite).
+
+When collection ends, the heap holds what the tests imported (an agent framework, mcp,
+pydantic's schemas: ~230,000 tracked objects for the shop example under Pydantic AI), and it
+holds them until the process exits. CPython's full collections walk every one of them each
+time, and an agent run allocates enough to trigger one every ~140 runs: in the 1,000-run
+shop suite they were 1.1 s of ~13 s under Pydantic AI and 2.1 s under the Agents SDK, on the
+2-core machine of docs/BENCHMARKS.md, where one walk of that heap takes ~0.2 s.
+
+So for a session that has runs, from the end of collection to the session's end:
+
+- the objects alive when collection ends move to the permanent generation (`gc.freeze()`):
+  the collector no longer walks them. One of them that becomes garbage later is freed when
+  the session ends, not before.
+- the youngest generation's threshold rises from CPython's 700 allocations to 5,000, so the
+  many short-lived objects of an agent run die by reference counting before a collection
+  sees them, and fewer reach the older generations.
+
+Both are undone in `pytest_sessionfinish`: the thresholds as they were, and `gc.unfreeze()`
+unless something else had frozen objects before (it cannot be undone in part; a pytest session
+inside another, as pytester runs them, leaves the outer session's frozen objects frozen).
+`--faultbench-gc=default` leaves the collector alone.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+__all__ = ["RunLoopGC", "add_gc_option"]
+
+#: the youngest generation's threshold during runs (CPython's default is 700)
+YOUNG_THRESHOLD = 5000
+
+
+def add_gc_option(group: Any) -> None:
+    group.addoption(
+        "--faultbench-gc",
+        choices=("tuned", "default"),
+        default="tuned",
+        help="tuned (the default): while a session's runs run, the objects alive after "
+        "collection are frozen out of garbage collection and the youngest generation's "
+        "threshold is 5,000; default: leave the collector as it is",
+    )
+
+
+class RunLoopGC:
+    """The collector's settings during runs (registered by the plugin as `faultbench-gc`)."""
+
+    def __init__(self, config: pytest.Config, is_run: Callable[[pytest.Item], bool]):
+        self._on = config.getoption("faultbench_gc", "tuned") == "tuned"
+        self._is_run = is_run
+        self._saved: tuple[int, ...] | None = None
+        self._was_frozen = False
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self._on or self._saved is not None:
+            return
+        if not any(self._is_run(item) for item in session.items):
+            return  # a session without runs keeps the collector as it was
+        self._saved = gc.get_threshold()
+        self._was_frozen = gc.get_freeze_count() > 0
+        gc.freeze()
+        gc.set_threshold(max(YOUNG_THRESHOLD, self._saved[0]), *self._saved[1:])
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.restore()
+
+    def restore(self) -> None:
+        if self._saved is None:
+            return
+        gc.set_threshold(*self._saved)
+        if not self._was_frozen:
+            gc.unfreeze()
+        self._saved = None
+
+    @property
+    def tuned(self) -> bool:
+        """The collector is tuned now (between the end of collection and the session's)."""
+        return self._saved is not None
