@@ -22,6 +22,7 @@ collect_ignore = (
         "test_webhooks_serve.py",
         "test_fast_calls.py",
         "test_stdio_direct.py",
+        "test_http_direct.py",
     ]
     if MCP_MAJOR < 2
     else []

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._control import PREFIX, Control
+from ._http_calls import ModernCalls
 from ._journal import JournalError
 from ._rest import rest_routes
 from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
@@ -167,6 +168,7 @@ def build_app(
     # each holds memory in the SDK until it ends or idles out. With --isolate, a session's
     # world is freed when it ends.
     server.open_sessions = control.live if server.isolate else None
+    app = ModernCalls(app, server, path="/mcp", security=security)
     app = SessionTracker(app, control, max_sessions=max_sessions or MAX_SESSIONS)
     return _Guard(
         app, token=token, security=security, world_auth=server.world.spec.auth is not None

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -129,7 +130,9 @@ def list_tools_result(tools: list[Any]) -> Any:
     return types.ListToolsResult(tools=tools)
 
 
-# --- calls without a session (the integrations' direct in-process path) ---------------------
+# ---------------------------------------------------------------------------------------------
+# Calls without a session (the integrations' direct in-process path)
+# ---------------------------------------------------------------------------------------------
 
 #: the protocol version the SDK's own in-process client speaks (`connect_in_process`): 2.x
 #: dispatches at the modern version, 1.x does the handshake (None: a handshake-era version)
@@ -156,7 +159,9 @@ def call_result(wire: Mapping[str, Any]) -> Any:
     return types.CallToolResult.model_validate(out)
 
 
-# --- the server's handlers ------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# The server's handlers
+# ---------------------------------------------------------------------------------------------
 
 
 def init_server(
@@ -312,6 +317,75 @@ def modern_tool_call(message: Any) -> tuple[str, CallParams] | None:
 _REQUEST_KEYS = {"jsonrpc", "id", "method", "params"}
 
 
+def modern_http_call(
+    body: bytes, headers: Any, input_schema: Callable[[str], dict[str, Any] | None]
+) -> tuple[int | str, str, CallParams] | None:
+    """(id, protocol version, params) of an HTTP POST body that is a 2026-07-28 `tools/call`
+    which 2.x's modern HTTP entry (`mcp.server._streamable_http_modern.handle_modern_request`)
+    would hand to the server's handler, its checks after the security and Accept ones (the
+    caller's) in its order: a JSON body, a request the SDK accepts (`modern_tool_call`), no
+    routing header twice, headers that agree with the body (`classify_inbound_request` with
+    them), and `Mcp-Param-*` headers that agree with the arguments, against the tool's input
+    schema (`input_schema`, the server's `get_tool_input_schema`). None for anything else,
+    which the SDK answers; always None on 1.x."""
+    if MCP_MAJOR < 2:
+        return None
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    call = modern_tool_call(decoded)
+    if call is None:
+        return None
+    from mcp.shared.inbound import (
+        MCP_PARAM_HEADER_PREFIX,
+        InboundLadderRejection,
+        classify_inbound_request,
+        find_duplicated_routing_header,
+        validate_mcp_param_headers,
+    )
+
+    if find_duplicated_routing_header(headers.items()) is not None:
+        return None
+    if isinstance(classify_inbound_request(decoded, headers=dict(headers)), InboundLadderRejection):
+        return None
+    version, params = call
+    arguments = params.arguments or {}
+    prefix = MCP_PARAM_HEADER_PREFIX.lower()
+    if arguments or any(header.startswith(prefix) for header in headers):
+        schema = input_schema(params.name)
+        if (
+            schema is not None
+            and validate_mcp_param_headers(schema, arguments, headers) is not None
+        ):
+            return None
+    return decoded["id"], version, params
+
+
+def jsonrpc_result_text(ident: int | str, result: dict[str, Any]) -> str:
+    """A JSON-RPC response as 2.x's modern HTTP entry writes it (`_write`: the message model
+    dumped without None, then `json.dumps` with compact separators)."""
+    message = types.JSONRPCResponse(jsonrpc="2.0", id=ident, result=result)
+    body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(body, separators=(",", ":"))
+
+
+def http_call_checks() -> tuple[int, Callable[[Any], tuple[bool, bool]]] | None:
+    """(the request body limit, `check_accept_headers`) of 2.x's streamable HTTP entry; None
+    on 1.x, which has no modern entry."""
+    if MCP_MAJOR < 2:
+        return None
+    from mcp.server.streamable_http import check_accept_headers
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    return DEFAULT_MAX_REQUEST_BODY_SIZE, check_accept_headers
+
+
+def tracing() -> bool:
+    """An OpenTelemetry tracer provider is set: a call goes the SDK's way, spans and all."""
+    return MCP_MAJOR >= 2 and _tracing()
+
+
 def opens_modern(message: Any) -> bool | None:
     """Whether a stdio connection whose first request is `message` is served at 2026-07-28
     (2.x's rule: a request other than `initialize` whose `params._meta` has the protocol
@@ -371,7 +445,9 @@ def refuse_discovery(server: Any, message: str) -> None:
     server.add_request_handler("server/discover", types.RequestParams, refuse)
 
 
-# --- streamable HTTP ------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Streamable HTTP
+# ---------------------------------------------------------------------------------------------
 
 
 def streamable_http_app(
@@ -426,7 +502,9 @@ def streamable_http_app(
     return Starlette(routes=[Route(path, endpoint=_Endpoint()), *routes], lifespan=lifespan)
 
 
-# --- a client in this process ---------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# A client in this process
+# ---------------------------------------------------------------------------------------------
 
 
 @contextlib.asynccontextmanager

@@ -165,7 +165,7 @@ class WorldServer(Server):
             instructions=f"Tools of the faultbench world {world.name!r}.",
             list_tools=self._on_list_tools,
             call_tool=self._on_call_tool,
-            input_schema=self._input_schema,
+            input_schema=self.tool_input_schema,
         )
         self.world = world
         self.isolate = isolate
@@ -271,7 +271,9 @@ class WorldServer(Server):
         options = _sdk.tool_list_options(notification_options)
         return super().create_initialization_options(options, *args)
 
-    def _input_schema(self, name: str) -> dict[str, Any] | None:
+    def tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of the shared world's tool `name` (None: no such tool): the
+        SDK's `get_tool_input_schema`, for `Mcp-Param-*` header checks."""
         try:
             return self.world.tool(name).input_schema
         except LookupError:
@@ -310,11 +312,13 @@ class WorldServer(Server):
         _sdk.stamp_server_info(self, out, protocol_version)
         return out
 
-    async def answer_modern(self, version: str, params: Any) -> dict[str, Any]:
+    async def answer_modern(self, version: str, params: Any, request: Any = None) -> dict[str, Any]:
         """The result of a 2026-07-28 `tools/call` (self-contained: no session), exactly as
-        the SDK's server runner would send it (`_sdk.shape_result`): what the stdio loop
-        answers itself (`_stdio.py`, "Tool calls at 2026-07-28")."""
-        ctx = _sdk.Request(request=None, protocol_version=version)
+        the SDK's server runner would send it (`_sdk.shape_result`): what the stdio loop and
+        the HTTP app answer themselves (`_stdio.py`, "Tool calls at 2026-07-28";
+        `_http_calls.ModernCalls`). `request`: the Starlette request on HTTP (its bearer
+        token)."""
+        ctx = _sdk.Request(request=request, protocol_version=version)
         out = await self._on_call_tool(ctx, params)
         return _sdk.shape_result(out, version, self.server_info_stamp)
 
