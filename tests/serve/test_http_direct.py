@@ -9,13 +9,15 @@ import json
 import urllib.error
 import urllib.request
 
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
 import faultbench
 from faultbench.kernel import encode_events
 from faultbench.serve import _http_calls, build_server, serve_in_thread
 from faultbench.serve._server import WorldServer
 
 from .serve_helpers import SHOP, WORLDS
-from .test_stdio_direct import MODERN, call, request
+from .test_stdio_direct import META, MODERN, call, request
 
 HEADERS = {
     "content-type": "application/json",
@@ -49,6 +51,16 @@ REQUESTS = [
     (call(46, "get_order", {"id": "1"}), {"accept": "text/html"}, False),
     (
         request(47, "tools/call", {"name": "get_order", "arguments": {"id": "1"}}, meta={}),
+        {},
+        False,
+    ),
+    (  # a version that is not a string: the SDK's error, not a 500 from the fast path
+        request(
+            50,
+            "tools/call",
+            {"name": "get_order"},
+            meta={**META, PROTOCOL_VERSION_META_KEY: [MODERN]},
+        ),
         {},
         False,
     ),
@@ -151,3 +163,21 @@ def test_a_world_with_auth_reads_the_bearer_token_on_the_fast_path(monkeypatch):
         assert len(answered) == (4 if fast else 0)
     assert seen[True] == seen[False]
     assert b"solved" in seen[True][3][2]
+
+
+def test_a_handler_that_raises_gets_the_sdks_error_answer(monkeypatch):
+    # `_on_call_tool` turns failures into tool errors; what escapes it anyway (a bug) must be
+    # the SDK's JSON-RPC error, not a 500 with no body.
+    async def broken(self, ctx, params):
+        raise RuntimeError("a bug")
+
+    seen = {}
+    for fast in (True, False):
+        with monkeypatch.context() as m:
+            m.setattr(WorldServer, "_on_call_tool", broken)
+            if not fast:
+                m.setattr(_http_calls, "http_call_checks", lambda: None)
+            with serve_in_thread(build_server(faultbench.load_world(SHOP))) as url:
+                seen[fast] = post(url, call(1, "get_order", {"id": "1"}), {})
+    assert seen[True] == seen[False]
+    assert b'"code":-32603' in seen[True][2]

@@ -61,21 +61,26 @@ LINES = [
     request(36, "tools/call", {"name": "get_order"}, meta={}),  # no envelope
     {"jsonrpc": "2.0", "id": 37, "method": "tools/call", "params": {"name": "get_order"}},
     request(38, "tools/list"),
+    # a version that is not a string: the SDK's error, not a crash of the fast path
+    request(
+        39, "tools/call", {"name": "get_order"}, meta={**META, PROTOCOL_VERSION_META_KEY: [MODERN]}
+    ),
 ]
 
 
 def answers(*prefix: str, events) -> list[bytes]:
     """The server's stdout lines for LINES, one request at a time."""
+    return exchange([*prefix, "serve", str(SHOP), "--events", str(events)], LINES)
+
+
+def exchange(argv: list[str], lines: list) -> list[bytes]:
+    """Start `argv` (a stdio server), send `lines` one at a time, return its answers."""
     proc = subprocess.Popen(
-        [*prefix, "serve", str(SHOP), "--events", str(events)],
-        bufsize=0,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        argv, bufsize=0, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     out = []
     try:
-        for message in LINES:
+        for message in lines:
             proc.stdin.write(json.dumps(message).encode() + b"\n")
             ready, _, _ = select.select([proc.stdout], [], [], 30)
             assert ready, f"no answer to {message}"
@@ -158,3 +163,25 @@ def test_a_handshake_connection_is_all_the_sdks(opening):
     assert line_reader.modern is False
     assert not line_reader._answered(call(2, "get_order", {"id": "1"}))
     assert nursery.started == []
+
+
+BROKEN = (
+    "from faultbench.serve._server import WorldServer\n"
+    "async def broken(self, ctx, params):\n"
+    "    raise RuntimeError('a bug')\n"
+    "WorldServer._on_call_tool = broken\n"
+)
+
+
+def test_a_handler_that_raises_gets_the_sdks_error_and_the_server_lives():
+    # `_on_call_tool` turns failures into tool errors; a bug that escapes it anyway must be
+    # answered as the SDK answers it, and must not take the stdio loop down.
+    lines = [request(0, "server/discover"), *[call(i, "get_order", {"id": "1"}) for i in (1, 2)]]
+    fast = BROKEN + "import sys\nfrom faultbench.cli import main\nsys.exit(main(sys.argv[1:]))"
+    sdk = BROKEN + SDK_ONLY.replace("; ", "\n")
+    seen = {
+        way: exchange([sys.executable, "-c", code, "serve", str(SHOP)], lines)
+        for way, code in (("fast", fast), ("sdk", sdk))
+    }
+    assert seen["fast"] == seen["sdk"]
+    assert all(b'"code":-32603' in line for line in seen["fast"][1:])

@@ -23,6 +23,7 @@ from ._sdk import (
     TransportSecurityMiddleware,
     TransportSecuritySettings,
     http_call_checks,
+    jsonrpc_error_text,
     jsonrpc_result_text,
     modern_http_call,
     tracing,
@@ -77,7 +78,7 @@ class ModernCalls:
         length = headers.get("content-length", "")
         if (
             headers.get(PROTOCOL_HEADER) not in MODERN_PROTOCOL_VERSIONS
-            or not length.isdigit()
+            or not (length.isascii() and length.isdigit())
             or int(length) > limit
         ):
             await self.app(scope, receive, send)
@@ -95,8 +96,13 @@ class ModernCalls:
             await self.app(scope, _replay(body, receive), send)
             return
         ident, version, params = call
-        result = await self.server.answer_modern(version, params, request)
-        response = Response(jsonrpc_result_text(ident, result), media_type="application/json")
+        try:
+            result = await self.server.answer_modern(version, params, request)
+        except Exception as exc:  # the SDK's `_to_jsonrpc_response` + `_write`
+            status, text = jsonrpc_error_text(ident, exc)
+            response = Response(text, status_code=status, media_type="application/json")
+        else:
+            response = Response(jsonrpc_result_text(ident, result), media_type="application/json")
         await response(scope, receive, send)
 
     def _schema(self, name: str) -> dict[str, Any] | None:

@@ -301,7 +301,7 @@ def modern_tool_call(message: Any) -> tuple[str, CallParams] | None:
     params = message["params"]
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get(types.PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
-    if version not in MODERN_PROTOCOL_VERSIONS:
+    if not isinstance(version, str) or version not in MODERN_PROTOCOL_VERSIONS:
         return None
     from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 
@@ -368,6 +368,25 @@ def jsonrpc_result_text(ident: int | str, result: dict[str, Any]) -> str:
     message = types.JSONRPCResponse(jsonrpc="2.0", id=ident, result=result)
     body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
     return json.dumps(body, separators=(",", ":"))
+
+
+def jsonrpc_error(ident: int | str, exc: Exception) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, JSON-RPC error message) that 2.x's modern entry answers for a handler
+    that raised `exc` (`_to_jsonrpc_response`: `modern_error_data`, the status from
+    `ERROR_CODE_HTTP_STATUS`); the stdio loop sends the same message."""
+    from mcp.server.runner import modern_error_data
+    from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
+
+    error = modern_error_data(exc)
+    message = types.JSONRPCError(jsonrpc="2.0", id=ident, error=error)
+    body: dict[str, Any] = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return ERROR_CODE_HTTP_STATUS.get(error.code, 200), body
+
+
+def jsonrpc_error_text(ident: int | str, exc: Exception) -> tuple[int, str]:
+    """(HTTP status, body) of 2.x's modern HTTP entry for a handler that raised `exc`."""
+    status, body = jsonrpc_error(ident, exc)
+    return status, json.dumps(body, separators=(",", ":"))
 
 
 def http_call_checks() -> tuple[int, Callable[[Any], tuple[bool, bool]]] | None:

@@ -48,7 +48,7 @@ from typing import Any
 import pydantic_core
 import trio
 
-from ._sdk import CallParams, modern_tool_call, opens_modern, stdio_server
+from ._sdk import CallParams, jsonrpc_error, modern_tool_call, opens_modern, stdio_server
 
 #: `WorldServer.answer_modern`: (protocol version, params) -> the result, in wire form
 Answer = Callable[[str, CallParams], Awaitable[dict[str, Any]]]
@@ -214,8 +214,12 @@ class _LineReader:
     async def _answer(self, ident: int | str, version: str, params: CallParams) -> None:
         assert self.answer is not None
         assert self.reply is not None
-        result = await self.answer(version, params)  # a failing call is a result: never raises
-        line = pydantic_core.to_json({"jsonrpc": "2.0", "id": ident, "result": result})
+        try:
+            result = await self.answer(version, params)  # a failing call is a result
+        except Exception as exc:  # a bug that escaped the handler: the SDK's error, no crash
+            line = pydantic_core.to_json(jsonrpc_error(ident, exc)[1])
+        else:
+            line = pydantic_core.to_json({"jsonrpc": "2.0", "id": ident, "result": result})
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await self.reply.send_line(line + b"\n")  # else the client has gone
 
