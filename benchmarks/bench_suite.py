@@ -214,26 +214,31 @@ def plugin_cost(runs: int, rounds: int) -> None:
     print(f"  plugin per run: {(ours - plain) / runs * 1e3:.2f} ms (target < 1 ms)")
 
 
+def shop_suites(d: Path, runs: int) -> dict[str, list[str]]:
+    """Write the shop suite of `runs` runs into `d` for each installed framework; return
+    each framework's pytest command (one process, early stop off)."""
+    shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
+    shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
+    (d / "pytest.ini").write_text(INI)
+    suites: dict[str, list[str]] = {}
+    for framework in ("pydantic_ai", "openai_agents"):
+        if importlib.util.find_spec(framework.replace("openai_agents", "agents")) is None:
+            continue
+        name = f"test_{framework}.py"
+        (d / name).write_text(AGENT_SUITE.format(root=str(ROOT), framework=framework, runs=runs))
+        suites[framework] = [
+            sys.executable, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio",
+        ]  # fmt: skip
+    return suites
+
+
 def agent_suites(runs: int, rounds: int) -> None:
     """The shop suites of `--agents`: median pytest time and CPU per framework and -n."""
-    py = sys.executable
-    frameworks = [
-        f
-        for f in ("pydantic_ai", "openai_agents")
-        if importlib.util.find_spec(f.replace("openai_agents", "agents")) is not None
-    ]
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
-        shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
-        (d / "pytest.ini").write_text(INI)
         commands: dict[str, list[str]] = {}
-        for framework in frameworks:
-            name = f"test_{framework}.py"
-            (d / name).write_text(
-                AGENT_SUITE.format(root=str(ROOT), framework=framework, runs=runs)
-            )
-            base = [py, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio"]
+        frameworks = shop_suites(d, runs)
+        for framework, base in frameworks.items():
             commands[f"{framework}, 1 process"] = base
             commands[f"{framework}, -n 2"] = [*base, "-n", "2"]
         seen: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
@@ -286,27 +291,13 @@ def gc_compare(runs: int, rounds: int) -> None:
     """`--gc N`: the shop suites with the collector tuned and as CPython has it (docstring)."""
     import json
 
-    py = sys.executable
-    frameworks = [
-        f
-        for f in ("pydantic_ai", "openai_agents")
-        if importlib.util.find_spec(f.replace("openai_agents", "agents")) is not None
-    ]
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
-        shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
-        (d / "pytest.ini").write_text(INI)
         (d / "conftest.py").write_text(GC_CONFTEST)
         spent_file = d / "spent.json"
         ENV["GC_SPENT"] = str(spent_file)
         commands: dict[str, list[str]] = {}
-        for framework in frameworks:
-            name = f"test_{framework}.py"
-            (d / name).write_text(
-                AGENT_SUITE.format(root=str(ROOT), framework=framework, runs=runs)
-            )
-            base = [py, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio"]
+        for framework, base in shop_suites(d, runs).items():
             for setting in ("tuned", "default"):
                 commands[f"{framework}, gc {setting}"] = [*base, f"--faultbench-gc={setting}"]
         for args in commands.values():  # warm-up (bytecode caches), not counted

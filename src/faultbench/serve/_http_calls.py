@@ -4,14 +4,14 @@ A 2026-07-28 POST is self-contained (no session), and a `tools/call` is most of 
 sends. The SDK's modern entry (`mcp.server._streamable_http_modern`) reads it, validates it
 into its message models, classifies it, builds a connection and a dispatch context, runs the
 server runner around the handler and dumps the reply through the models again. `ModernCalls`
-runs the same checks in the same order and the same handler, and writes what the SDK would
+runs the same checks and the same handler, and writes what the SDK would
 write; everything else goes to the SDK. Facts about mcp 2.3.0 it relies on are in
 `_sdk.modern_http_call`; on 1.x (no modern entry) it passes every request on.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -42,7 +42,7 @@ class ModernCalls:
     A modern POST is self-contained (no session), so the SDK's modern entry reads the body,
     validates it into its message models, classifies it, builds a connection and a dispatch
     context, runs the server runner around the handler and dumps the reply through the
-    models again. Here the same checks run in the same order (`_sdk.modern_http_call`; the
+    models again. Here the same checks run (`_sdk.modern_http_call`; the
     body limit, the Host/Origin/Content-Type checks and the Accept header first) and the
     same handler answers (`WorldServer.answer_modern`, with the request for its bearer
     token), written as the SDK writes it (`_sdk.jsonrpc_result_text`, a Starlette
@@ -91,7 +91,8 @@ class ModernCalls:
             await self.app(scope, receive, send)
             return
         body = await request.body()
-        call = None if len(body) > limit else modern_http_call(body, request.headers, self._schema)
+        schema = self.server.tool_input_schema  # the SDK's `get_tool_input_schema`
+        call = None if len(body) > limit else modern_http_call(body, request.headers, schema)
         if call is None:
             await self.app(scope, _replay(body, receive), send)
             return
@@ -104,9 +105,6 @@ class ModernCalls:
         else:
             response = Response(jsonrpc_result_text(ident, result), media_type="application/json")
         await response(scope, receive, send)
-
-    def _schema(self, name: str) -> dict[str, Any] | None:
-        return self.server.tool_input_schema(name)  # the SDK's `get_tool_input_schema`
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -287,7 +287,9 @@ def shape_result(out: dict[str, Any], version: str | None, stamp: Any = None) ->
     return shaped
 
 
-def modern_tool_call(message: Any) -> tuple[str, CallParams] | None:
+def modern_tool_call(
+    message: Any, headers: Mapping[str, str] | None = None
+) -> tuple[str, CallParams] | None:
     """(protocol version, params) of a JSON-RPC message that is a `tools/call` request at
     2026-07-28 (self-contained: its version in `params._meta`) which the SDK would accept:
     the envelope the SDK's modern ladder requires (`mcp.shared.inbound`), then the
@@ -305,7 +307,7 @@ def modern_tool_call(message: Any) -> tuple[str, CallParams] | None:
         return None
     from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 
-    if isinstance(classify_inbound_request(message), InboundLadderRejection):
+    if isinstance(classify_inbound_request(message, headers=headers), InboundLadderRejection):
         return None
     try:
         _methods.validate_client_request("tools/call", version, params)
@@ -322,32 +324,29 @@ def modern_http_call(
 ) -> tuple[int | str, str, CallParams] | None:
     """(id, protocol version, params) of an HTTP POST body that is a 2026-07-28 `tools/call`
     which 2.x's modern HTTP entry (`mcp.server._streamable_http_modern.handle_modern_request`)
-    would hand to the server's handler, its checks after the security and Accept ones (the
-    caller's) in its order: a JSON body, a request the SDK accepts (`modern_tool_call`), no
-    routing header twice, headers that agree with the body (`classify_inbound_request` with
-    them), and `Mcp-Param-*` headers that agree with the arguments, against the tool's input
-    schema (`input_schema`, the server's `get_tool_input_schema`). None for anything else,
-    which the SDK answers; always None on 1.x."""
+    would hand to the server's handler, after the caller's security and Accept checks: a JSON
+    body, no routing header twice, a request the SDK accepts with headers that agree with it
+    (`modern_tool_call`, one `classify_inbound_request` with the headers), and `Mcp-Param-*`
+    headers that agree with the arguments, against the tool's input schema (`input_schema`,
+    the server's `get_tool_input_schema`). Any of them failing is a refusal, which the SDK
+    gives itself, so their order here does not change an answer. None for anything else;
+    always None on 1.x."""
     if MCP_MAJOR < 2:
         return None
     try:
         decoded = json.loads(body)
     except (ValueError, RecursionError):
         return None
-    call = modern_tool_call(decoded)
-    if call is None:
-        return None
     from mcp.shared.inbound import (
         MCP_PARAM_HEADER_PREFIX,
-        InboundLadderRejection,
-        classify_inbound_request,
         find_duplicated_routing_header,
         validate_mcp_param_headers,
     )
 
     if find_duplicated_routing_header(headers.items()) is not None:
         return None
-    if isinstance(classify_inbound_request(decoded, headers=dict(headers)), InboundLadderRejection):
+    call = modern_tool_call(decoded, dict(headers))  # the envelope and headers: one ladder
+    if call is None:
         return None
     version, params = call
     arguments = params.arguments or {}

@@ -78,8 +78,3 @@ class RunLoopGC:
         if not self._was_frozen:
             gc.unfreeze()
         self._saved = None
-
-    @property
-    def tuned(self) -> bool:
-        """The collector is tuned now (between the end of collection and the session's)."""
-        return self._saved is not None
