@@ -14,10 +14,13 @@ retries):
   `-p no:faultbench`.
 - `import mcp` in a fresh interpreter, minus a bare interpreter: what any test using the MCP
   client pays once, plugin or not.
+- suite, mcp imported first: the same suite in a process that imports mcp before it calls
+  `pytest.main`, so the test module's `import mcp` (~0.5 s, inside collection, so inside
+  pytest's time) is not in the pytest time: what is left is collection and the runs.
 
 Rounds alternate the commands and the best round of each counts, so other processes on a
-shared machine do not decide the result. Targets (issue 9): the 20 runs in < 1 s of pytest
-time, and the suite process at most 0.5 s more than the baseline.
+shared machine do not decide the result. Targets: the 20 runs in < 1 s of pytest time
+(issue 9), < 0.3 s (issue 24), and the suite process at most 0.5 s more than the baseline.
 
 `--agents N` (issue 24) adds the shop suites: one test, `@pytest.mark.runs(N)`, the shop
 example's careful agent (examples/shop/agents.py) under Pydantic AI and under the Agents SDK
@@ -45,12 +48,15 @@ warm-up of each command ("warm"); `--cold` keeps the environment as it is.
     uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
         [--plugin 1000] [--gc 1000] [--cold] [--src OTHER_CHECKOUT/src]
 
-`--gc N` (issue 24) runs the same shop suites of N runs in one process each, alternating
-`--faultbench-gc=tuned` (the default: `docs/TESTING.md`, "The garbage collector during runs")
-with `--faultbench-gc=default` (CPython's own settings), and reports per setting the median
-over rounds of the pytest time and of the seconds the collector ran until the session ended
-(`gc.callbacks`, recorded by a conftest; pytest's own `gc.collect()` calls at exit come later
-and are not counted).
+`--gc N` (issue 24) runs the same shop suites of N runs, in one process and with `-n 2`,
+alternating `--faultbench-gc=tuned` (the default: `docs/TESTING.md`, "The garbage collector
+during runs") with `--faultbench-gc=default` (CPython's own settings), and reports per setting
+the median over rounds of the pytest time; in one process, of the seconds the collector ran
+until the session ended (`gc.callbacks`, recorded by a conftest; pytest's own `gc.collect()`
+calls at exit come later and are not counted); with `-n 2`, of the seconds from the
+controller's `pytest_sessionfinish` to its terminal summary, which is xdist waiting for the
+workers to exit; and of the process's exit, from its last `atexit` handler to the end of the
+process as this script sees it.
 
 `--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
 process; this script and the examples stay this checkout's): run it once per checkout,
@@ -149,6 +155,12 @@ def calls(world):
     world.call("issue_refund", {"order_id": "1", "amount": 25.0})
     world.call("list_refunds", {"order_id": "1"})
 """
+
+#: pytest in a process that imported mcp first (the 20-run suite's runs, without the import)
+MCP_FIRST = [
+    sys.executable, "-c", "import mcp, sys, pytest; sys.exit(pytest.main(sys.argv[1:]))",
+    "-q", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+]  # fmt: skip
 
 #: the environment of the measured processes (`warm` in main: bytecode cached)
 ENV: dict[str, str] = dict(os.environ)
@@ -266,10 +278,16 @@ def agent_suites(runs: int, rounds: int) -> None:
 
 
 GC_CONFTEST = """
-import gc, json, os, time
+import atexit, gc, json, os, time
+import pytest
 
 _spent = [0.0, 0]
 _start = [0.0]
+_finish = [0.0]
+_controller = [True]
+
+def pytest_configure(config):
+    _controller[0] = not hasattr(config, "workerinput")
 
 def _timed(phase, info):
     if phase == "start":
@@ -280,10 +298,21 @@ def _timed(phase, info):
 
 gc.callbacks.append(_timed)
 
+@atexit.register  # registered before the plugin's handler, so it runs after it
+def _last_handler():
+    if _controller[0]:
+        with open(os.environ["GC_EXIT"], "w") as f:
+            f.write(repr(time.time()))
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
-    if not hasattr(session.config, "workerinput"):
+    _finish[0] = time.perf_counter()
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_terminal_summary():
+    if _controller[0]:  # from sessionfinish to here: under xdist, waiting for the workers to exit
         with open(os.environ["GC_SPENT"], "w") as f:
-            json.dump(_spent, f)
+            json.dump([*_spent, time.perf_counter() - _finish[0]], f)
 """
 
 
@@ -294,28 +323,37 @@ def gc_compare(runs: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "conftest.py").write_text(GC_CONFTEST)
-        spent_file = d / "spent.json"
-        ENV["GC_SPENT"] = str(spent_file)
+        spent_file, exit_file = d / "spent.json", d / "exit.txt"
+        ENV["GC_SPENT"], ENV["GC_EXIT"] = str(spent_file), str(exit_file)
         commands: dict[str, list[str]] = {}
         for framework, base in shop_suites(d, runs).items():
-            for setting in ("tuned", "default"):
-                commands[f"{framework}, gc {setting}"] = [*base, f"--faultbench-gc={setting}"]
+            for workers in ([], ["-n", "2"]):
+                for setting in ("tuned", "default"):
+                    name = f"{framework}, {'-n 2' if workers else '1 process'}, gc {setting}"
+                    commands[name] = [*base, *workers, f"--faultbench-gc={setting}"]
         for args in commands.values():  # warm-up (bytecode caches), not counted
             cpu_timed([*args, "--co"], d)
-        seen: dict[str, list[tuple[float, float, int]]] = {name: [] for name in commands}
+        seen: dict[str, list[tuple[float, ...]]] = {name: [] for name in commands}
         for r in range(rounds):
             print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
             for name, args in commands.items():
                 _wall, _cpu, out = cpu_timed(args, d)
+                ended = time.time()
                 seconds, _outcome = pytest_seconds(out)
-                spent, collections = json.loads(spent_file.read_text())
-                seen[name].append((seconds, spent, collections))
-    print(f"{runs} runs per suite, one process, median of {rounds} rounds (faults on)")
+                spent, collections, waited = json.loads(spent_file.read_text())
+                exiting = ended - float(exit_file.read_text())
+                seen[name].append((seconds, spent, collections, waited, exiting))
+    print(f"{runs} runs per suite, median of {rounds} rounds (faults on)")
     for name, got in seen.items():
+        median = [statistics.median(g[i] for g in got) for i in range(5)]
+        collecting = (
+            f"collecting {median[1]:5.2f} s ({median[2]:4.0f} collections)"
+            if "1 process" in name
+            else f"waiting for the workers to exit {median[3]:4.2f} s"
+        )
         print(
-            f"  {name:30} pytest time {statistics.median(g[0] for g in got):6.2f} s"
-            f"   collecting {statistics.median(g[1] for g in got):5.2f} s"
-            f" ({statistics.median(g[2] for g in got):.0f} collections)"
+            f"  {name:38} pytest time {median[0]:6.2f} s   {collecting}"
+            f"   process exit {median[4]:4.2f} s"
         )
 
 
@@ -374,11 +412,18 @@ def main() -> None:
             "baseline": [*pytest, "test_empty.py"],
             "baseline without the plugin": [*pytest, "test_empty.py", "-p", "no:faultbench"],
             "suite": [*pytest, "test_suite.py", "--faultbench-no-early-stop"],
+            # the same suite with mcp imported before pytest starts its clock: the runs' own part
+            # (anyio's pytest plugin is then imported already, hence the warning filter)
+            "suite, mcp imported first": [
+                *MCP_FIRST,
+                "test_suite.py",
+                "--faultbench-no-early-stop",
+            ],
             "bare interpreter": [py, "-c", "pass"],
             "import mcp": [py, "-c", "import mcp"],
         }
         best: dict[str, float] = {}
-        pytest_time = float("inf")
+        pytest_time: dict[str, float] = {}
         outcome = ""
         for args in commands.values():  # warm-up (bytecode caches), not counted
             timed(args, d)
@@ -386,19 +431,19 @@ def main() -> None:
             for name, args in commands.items():
                 wall, out = timed(args, d)
                 best[name] = min(best.get(name, wall), wall)
-                if name == "suite":
-                    last = out.strip().splitlines()[-1]
-                    found = re.search(r" in ([\d.]+)s", last)
-                    assert found, out
-                    pytest_time = min(pytest_time, float(found.group(1)))
-                    outcome = re.sub(r" in [\d.]+s.*", "", last)
+                if name.startswith("suite"):
+                    seconds, got = pytest_seconds(out)
+                    pytest_time[name] = min(pytest_time.get(name, seconds), seconds)
+                    outcome = got if name == "suite" else outcome
 
     extra = best["suite"] - best["baseline"]
     plugin = best["baseline"] - best["baseline without the plugin"]
     mcp = best["import mcp"] - best["bare interpreter"]
     print(f"Python {platform.python_version()} on {platform.machine()}, best of {opts.rounds}")
     print(f"suite: {outcome}")
-    print(f"20 runs, pytest time:              {pytest_time:6.2f} s   (target < 1 s)")
+    print(f"20 runs, pytest time:              {pytest_time['suite']:6.2f} s   (target < 0.3 s)")
+    own = pytest_time["suite, mcp imported first"]
+    print(f"  the same, mcp imported first:     {own:6.2f} s   (the runs' own part)")
     print(f"suite process:                     {best['suite']:6.2f} s")
     print(f"baseline (pytest, empty file):     {best['baseline']:6.2f} s")
     print(f"suite - baseline:                  {extra:+6.2f} s   (target <= +0.5 s)")

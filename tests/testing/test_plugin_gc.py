@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 PROBE = """
+import atexit
 import gc
 import json
 import weakref
@@ -16,6 +17,17 @@ import pytest
 
 SEEN = {}
 WORLDS = []
+
+WHO = ["main"]  # or the xdist worker's id (not from the environment: it may be an outer run's)
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        WHO[0] = config.workerinput["workerid"]
+
+@atexit.register  # before the plugin's own handler, so it runs after it (last in, first out)
+def _at_exit():
+    with open(f"exit-{WHO[0]}.json", "w") as f:
+        json.dump({"frozen at exit": gc.get_freeze_count() > 0}, f)
 
 def pytest_collection_finish(session):
     SEEN["after collection"] = [gc.get_threshold()[0], gc.get_freeze_count()]
@@ -67,7 +79,8 @@ def _seen(fb: pytest.Pytester, *args: str, passed: int) -> dict[str, object]:
     fb.makeconftest(PROBE)
     result = fb.runpytest_subprocess("-p", "no:trio", *args)
     result.assert_outcomes(passed=passed)
-    return json.loads((fb.path / "seen.json").read_text())
+    seen: dict[str, object] = json.loads((fb.path / "seen.json").read_text())
+    return seen | json.loads((fb.path / "exit-main.json").read_text())
 
 
 def test_runs_run_with_the_collector_tuned_and_it_is_restored_after(fb: pytest.Pytester) -> None:
@@ -77,6 +90,64 @@ def test_runs_run_with_the_collector_tuned_and_it_is_restored_after(fb: pytest.P
     assert seen["after collection"] == [default, 0]
     assert seen["in a run"] == [[5000, True]] * 3
     assert seen["after the session"] == [default, 0]
+    # and at exit the heap is frozen, so CPython's final collections skip it
+    assert seen["frozen at exit"] is True
+
+
+def test_under_xdist_the_controller_and_the_workers_freeze_at_exit(fb: pytest.Pytester) -> None:
+    import json
+
+    fb.makepyfile(test_runs=RUNS)
+    fb.makeconftest(PROBE)
+    fb.runpytest_subprocess("-p", "no:trio", "-n", "2").assert_outcomes(passed=4)
+    for process in ("main", "gw0", "gw1"):  # main: the controller, which collects nothing
+        assert json.loads((fb.path / f"exit-{process}.json").read_text()) == {
+            "frozen at exit": True
+        }, process
+    for name in ("exit-main.json", "exit-gw0.json", "exit-gw1.json"):
+        (fb.path / name).unlink()
+    fb.runpytest_subprocess("-p", "no:trio", "-n", "2", "--faultbench-gc=default")
+    for process in ("main", "gw0", "gw1"):
+        assert json.loads((fb.path / f"exit-{process}.json").read_text()) == {
+            "frozen at exit": False
+        }, process
+
+
+LEFT_AT_EXIT = """
+import atexit
+import weakref
+
+import pytest
+
+class Kept:
+    pass
+
+LOG = open("log.txt", "w")  # buffered and never closed: flushed when the module is torn down
+KEPT = Kept()
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(2)
+def test_leaves_things_for_exit(world):
+    world.call("get_order", {"id": "1"})
+    LOG.write("a line written in a run\\n")
+    weakref.finalize(KEPT, open, "finalized.txt", "a")  # runs at exit: KEPT lives until then
+    atexit.register(open, "atexit.txt", "a")  # registered after the plugin's: runs before it
+"""
+
+
+def test_what_exit_does_still_happens_with_the_heap_frozen(fb: pytest.Pytester) -> None:
+    # atexit handlers (weakref.finalize among them) and the flushing of a module's open file
+    # happen with the heap frozen at exit as without. What no longer happens then is the
+    # collection of cycles still alive at exit, which CPython never promised either (the data
+    # model's note on __del__).
+    fb.makepyfile(test_exit=LEFT_AT_EXIT)
+    for option, frozen in (("--faultbench-gc=tuned", True), ("--faultbench-gc=default", False)):
+        for name in ("log.txt", "finalized.txt", "atexit.txt"):
+            (fb.path / name).unlink(missing_ok=True)
+        assert _seen(fb, option, passed=2)["frozen at exit"] is frozen
+        assert (fb.path / "log.txt").read_text() == "a line written in a run\n" * 2
+        assert (fb.path / "finalized.txt").exists()
+        assert (fb.path / "atexit.txt").exists()
 
 
 @pytest.mark.parametrize("source", [RUNS, CONCURRENT], ids=["one by one", "in a batch"])
@@ -93,9 +164,12 @@ def test_the_collector_is_left_alone_when_asked_or_without_runs(fb: pytest.Pytes
     seen = _seen(fb, "--faultbench-gc=default", passed=4)
     assert seen["in a run"] == [[700, False]] * 3
     assert seen["worlds alive"] == 0
+    assert seen["frozen at exit"] is False
     (fb.path / "test_runs.py").unlink()
     fb.makepyfile(test_plain=PLAIN)
-    assert _seen(fb, passed=1)["in a plain test"] == [700, 0]
+    seen = _seen(fb, passed=1)
+    assert seen["in a plain test"] == [700, 0]
+    assert seen["frozen at exit"] is False
 
 
 def test_a_bad_gc_choice_is_a_usage_error(fb: pytest.Pytester) -> None:
