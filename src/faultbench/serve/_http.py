@@ -131,6 +131,17 @@ async def _deny(scope: Scope, receive: Receive, send: Send) -> None:
     await response(scope, receive, send)
 
 
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse a non-loopback `host` without a `token` (`build_app`'s first check)."""
+    if not is_loopback(host) and not token:
+        raise ValueError(
+            f"Expected a --token to serve on the non-loopback address {host!r}. Instead, "
+            "received none. Anyone who can reach the port could call the world's tools and "
+            "its control API; pass --token SECRET (clients send 'Authorization: Bearer "
+            "SECRET'), or bind 127.0.0.1."
+        )
+
+
 def build_app(
     server: WorldServer,
     *,
@@ -147,13 +158,7 @@ def build_app(
     Refuses a non-loopback `host` without a `token`: a world file runs Python, and its tools
     would be open to anyone who can reach the port.
     """
-    if not is_loopback(host) and not token:
-        raise ValueError(
-            f"Expected a --token to serve on the non-loopback address {host!r}. Instead, "
-            "received none. Anyone who can reach the port could call the world's tools and "
-            "its control API; pass --token SECRET (clients send 'Authorization: Bearer "
-            "SECRET'), or bind 127.0.0.1."
-        )
+    check_exposure(host, token)
     security = security_settings(host)
     control = Control(server, journal=journal)
     app = streamable_http_app(

@@ -2,8 +2,8 @@
 running a trio loop of its own (the pytest plugin's `mcp_url` fixture, a script driving an
 agent written in another language).
 
-The server runs `serve_http` in its own thread with its own trio loop and serves the world
-object it was given: calls made over HTTP land in that world, so the caller reads their
+The server runs `serve_http` in its own thread with its own trio loop (the caller may be
+inside an asyncio loop: an async test) and serves the world object it was given: calls made over HTTP land in that world, so the caller reads their
 effects on it directly once a call has been answered (a call's events are committed before
 its answer is sent). Do not call the world from the caller's thread while HTTP calls are in
 flight: a world is not thread-safe.
@@ -63,16 +63,24 @@ def serve_in_thread(
     """
     import trio
 
-    from ._http import build_app, listen_socket, serve_http
+    from ._http import build_app, check_exposure, listen_socket, serve_http
     from ._server import WorldServer, build_server
 
     server = world if isinstance(world, WorldServer) else build_server(world)
-    app = build_app(server, host=host, token=token, rest=rest)
+    check_exposure(host, token)  # before anything binds
     sock = listen_socket(host, port)  # a port in use fails here, in the caller's thread
     started = threading.Event()
     box: dict[str, Any] = {}
 
     async def main() -> None:
+        # The app is made in the thread that serves it: the anyio primitives the SDK's app
+        # makes belong to the event loop running when they are made, and a caller inside an
+        # asyncio loop (an async test) would hand trio an app bound to asyncio.
+        try:
+            app = build_app(server, host=host, token=token, rest=rest)
+        except Exception as exc:  # raised as it is in the caller's thread
+            box["refused"] = exc
+            return
         stop = trio.Event()
         box["stop"] = stop
         box["token"] = trio.lowlevel.current_trio_token()
@@ -94,6 +102,8 @@ def serve_in_thread(
     thread.start()
     if not started.wait(_START_S) or "url" not in box:
         sock.close()
+        if "refused" in box:
+            raise box["refused"]
         error = box.get("error")
         raise RuntimeError(f"the HTTP server for {server.world.name!r} did not start") from error
     try:
