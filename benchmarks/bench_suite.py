@@ -50,13 +50,15 @@ warm-up of each command ("warm"); `--cold` keeps the environment as it is.
 
 `--gc N` (issue 24) runs the same shop suites of N runs, in one process and with `-n 2`,
 alternating `--faultbench-gc=tuned` (the default: `docs/TESTING.md`, "The garbage collector
-during runs") with `--faultbench-gc=default` (CPython's own settings), and reports per setting
-the median over rounds of the pytest time; in one process, of the seconds the collector ran
-until the session ended (`gc.callbacks`, recorded by a conftest; pytest's own `gc.collect()`
-calls at exit come later and are not counted); with `-n 2`, of the seconds from the
-controller's `pytest_sessionfinish` to its terminal summary, which is xdist waiting for the
-workers to exit; and of the process's exit, from its last `atexit` handler to the end of the
-process as this script sees it.
+during runs"), `--faultbench-gc=fast-exit` and `--faultbench-gc=default` (CPython's own
+settings), and reports per setting the median over rounds of the pytest time; in one process,
+of the seconds the collector ran until the session ended (`gc.callbacks`, recorded by a
+conftest; pytest's own `gc.collect()` calls at exit come later and are not counted); with `-n
+2`, of the seconds from the controller's `pytest_sessionfinish` to its terminal summary, which
+is xdist waiting for the workers to exit; and of the process's exit, from the conftest's
+`atexit` handler (registered when the conftest is imported, so the handlers registered
+earlier, such as logging's, run after it and are counted) to the end of the process as this
+script sees it.
 
 `--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
 process; this script and the examples stay this checkout's): run it once per checkout,
@@ -298,7 +300,7 @@ def _timed(phase, info):
 
 gc.callbacks.append(_timed)
 
-@atexit.register  # registered before the plugin's handler, so it runs after it
+@atexit.register  # registered before the plugin's handler (fast-exit), so it runs after it
 def _last_handler():
     if _controller[0]:
         with open(os.environ["GC_EXIT"], "w") as f:
@@ -328,7 +330,7 @@ def gc_compare(runs: int, rounds: int) -> None:
         commands: dict[str, list[str]] = {}
         for framework, base in shop_suites(d, runs).items():
             for workers in ([], ["-n", "2"]):
-                for setting in ("tuned", "default"):
+                for setting in ("tuned", "fast-exit", "default"):
                     name = f"{framework}, {'-n 2' if workers else '1 process'}, gc {setting}"
                     commands[name] = [*base, *workers, f"--faultbench-gc={setting}"]
         for args in commands.values():  # warm-up (bytecode caches), not counted
@@ -337,6 +339,8 @@ def gc_compare(runs: int, rounds: int) -> None:
         for r in range(rounds):
             print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
             for name, args in commands.items():
+                spent_file.unlink(missing_ok=True)  # a process that skipped them fails below
+                exit_file.unlink(missing_ok=True)
                 _wall, _cpu, out = cpu_timed(args, d)
                 ended = time.time()
                 seconds, _outcome = pytest_seconds(out)
@@ -352,7 +356,7 @@ def gc_compare(runs: int, rounds: int) -> None:
             else f"waiting for the workers to exit {median[3]:4.2f} s"
         )
         print(
-            f"  {name:38} pytest time {median[0]:6.2f} s   {collecting}"
+            f"  {name:40} pytest time {median[0]:6.2f} s   {collecting}"
             f"   process exit {median[4]:4.2f} s"
         )
 
@@ -441,9 +445,9 @@ def main() -> None:
     mcp = best["import mcp"] - best["bare interpreter"]
     print(f"Python {platform.python_version()} on {platform.machine()}, best of {opts.rounds}")
     print(f"suite: {outcome}")
-    print(f"20 runs, pytest time:              {pytest_time['suite']:6.2f} s   (target < 0.3 s)")
+    print(f"20 runs, pytest time:              {pytest_time['suite']:6.2f} s   (target < 1 s)")
     own = pytest_time["suite, mcp imported first"]
-    print(f"  the same, mcp imported first:     {own:6.2f} s   (the runs' own part)")
+    print(f"  the same, mcp imported first:     {own:6.2f} s   (target < 0.3 s, issue 24)")
     print(f"suite process:                     {best['suite']:6.2f} s")
     print(f"baseline (pytest, empty file):     {best['baseline']:6.2f} s")
     print(f"suite - baseline:                  {extra:+6.2f} s   (target <= +0.5 s)")

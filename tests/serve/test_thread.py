@@ -7,6 +7,7 @@ import asyncio
 import threading
 
 import pytest
+import trio
 
 import faultbench
 from faultbench.serve import serve_in_thread
@@ -15,9 +16,16 @@ from ..mcp_client import open_client
 from .serve_helpers import SHOP
 
 
-def test_an_asyncio_caller_gets_a_working_server():
-    # The SDK's app makes anyio primitives when it is built; built in an asyncio loop's thread
-    # they belonged to asyncio, and the server's trio thread failed at its first request.
+def _servers() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "faultbench-http"]
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_a_caller_in_an_event_loop_gets_a_working_server_and_stops_it(loop: str) -> None:
+    # asyncio: the SDK's app makes anyio primitives when it is built; built in an asyncio
+    # loop's thread they belonged to asyncio, and the server's trio thread failed at its first
+    # request (mcp 2.x). trio: stopping the server from a trio thread raised, and the server
+    # kept serving.
     world = faultbench.load_world(SHOP)
 
     async def main() -> dict[str, object]:
@@ -29,9 +37,11 @@ def test_an_asyncio_caller_gets_a_working_server():
         assert not result.is_error, result
         return result.structured_content
 
-    assert asyncio.run(main())["id"] == "9"
+    answer = asyncio.run(main()) if loop == "asyncio" else trio.run(main)
+    assert answer["id"] == "9"
     assert [call.tool for call in world.trace] == ["create_order"]
     assert world.orders.get("9").total == 5.0  # the call landed in the caller's world
+    assert _servers() == []
 
 
 def test_a_refused_address_raises_in_the_caller_before_anything_binds():
@@ -40,3 +50,4 @@ def test_a_refused_address_raises_in_the_caller_before_anything_binds():
     with refused, serve_in_thread(faultbench.load_world(SHOP), host="192.0.2.1"):
         pass  # pragma: no cover
     assert threading.active_count() == threads
+    assert _servers() == []

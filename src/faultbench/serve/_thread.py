@@ -2,8 +2,8 @@
 running a trio loop of its own (the pytest plugin's `mcp_url` fixture, a script driving an
 agent written in another language).
 
-The server runs `serve_http` in its own thread with its own trio loop (the caller may be
-inside an asyncio loop: an async test) and serves the world object it was given: calls made over HTTP land in that world, so the caller reads their
+The server runs `serve_http` in its own thread with its own trio loop, whatever loop the
+caller runs (none, asyncio's, trio's), and serves the world object it was given: calls made over HTTP land in that world, so the caller reads their
 effects on it directly once a call has been answered (a call's events are committed before
 its answer is sent). Do not call the world from the caller's thread while HTTP calls are in
 flight: a world is not thread-safe.
@@ -78,7 +78,7 @@ def serve_in_thread(
         # asyncio loop (an async test) would hand trio an app bound to asyncio.
         try:
             app = build_app(server, host=host, token=token, rest=rest)
-        except Exception as exc:  # raised as it is in the caller's thread
+        except BaseException as exc:  # raised as it is in the caller's thread
             box["refused"] = exc
             return
         stop = trio.Event()
@@ -103,14 +103,15 @@ def serve_in_thread(
     if not started.wait(_START_S) or "url" not in box:
         sock.close()
         if "refused" in box:
+            thread.join(_STOP_S)
             raise box["refused"]
         error = box.get("error")
         raise RuntimeError(f"the HTTP server for {server.world.name!r} did not start") from error
     try:
         yield box["url"]
     finally:
-        try:
-            trio.from_thread.run_sync(box["stop"].set, trio_token=box["token"])
+        try:  # from any thread, a trio thread of the caller's own included
+            box["token"].run_sync_soon(box["stop"].set)
         except trio.RunFinishedError:
             pass  # the server already stopped (its error is raised below)
         thread.join(_STOP_S)

@@ -20,18 +20,22 @@ Both are undone in `pytest_sessionfinish`: the thresholds as they were, and `gc.
 unless something else had frozen objects before (it cannot be undone in part; a pytest session
 inside another, as pytester runs them, leaves the outer session's frozen objects frozen).
 
-And once the interpreter exits: an `atexit` handler freezes what is alive then, so CPython's
-final collections (it runs several while it tears modules down) skip that heap too. Exiting
-the 1,000-run shop suite's process under Pydantic AI took 0.77 s after its last `atexit`
-handler, 0.04 s with the heap frozen (`benchmarks/bench_suite.py --gc`). Under xdist the
-controller waits for every worker to exit inside pytest's own time (`teardown_nodes`); it
-freezes its own heap at exit too, once a run's report has reached it.
-
-Every `atexit` handler still runs (those registered after this one run first;
-`weakref.finalize` callbacks and logging's shutdown run as usual), standard streams are
-flushed and module globals cleared as usual. What no longer happens is the collection of
-reference cycles still alive at exit, whose `__del__` methods CPython never promised to call
-at exit (the data model's note on `__del__`).
+`--faultbench-gc=fast-exit` does the same, and when the interpreter exits an `atexit`
+handler freezes what is alive then, so that CPython's final collections (it runs several
+while it tears modules down) skip that heap too: exiting the 1,000-run shop suite's process
+under Pydantic AI took 0.77 s after the conftest's `atexit` handler, 0.04 s with the heap
+frozen (`benchmarks/bench_suite.py --gc`). Under xdist the controller waits for every worker
+to exit inside pytest's own time (`teardown_nodes`); the controller freezes its own heap at
+exit too, once a run's report has reached it. It is a choice, not the default, because of
+what it gives up: an object alive at exit that only a reference cycle or a class keeps
+(`class Log: out = open(...)`) is never finalized, where CPython's final collections would
+have collected most of them. Before it freezes, the handler flushes every open file object
+that `open()` makes (buffered and text writers), so their buffered output is written as it
+would have been; what stays undone is the rest of such objects' finalization: a
+`NamedTemporaryFile` stays on disk, a sqlite database in WAL mode keeps its `-wal` file
+uncheckpointed, a `__del__` does not run. Every `atexit` handler still runs (`weakref.finalize`
+callbacks and logging's shutdown among them), standard streams are flushed and module globals
+cleared as usual. Once a session of a process has asked for it, the process exits this way.
 
 `--faultbench-gc=default` leaves the collector alone.
 """
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import io
 from collections.abc import Callable
 from typing import Any
 
@@ -54,17 +59,31 @@ YOUNG_THRESHOLD = 5000
 def add_gc_option(group: Any) -> None:
     group.addoption(
         "--faultbench-gc",
-        choices=("tuned", "default"),
+        choices=("tuned", "fast-exit", "default"),
         default="tuned",
         help="tuned (the default): while a session's runs run, the objects alive after "
         "collection are frozen out of garbage collection and the youngest generation's "
-        "threshold is 5,000, and at interpreter exit the heap is frozen so that CPython's "
-        "final collections skip it; default: leave the collector as it is",
+        "threshold is 5,000; fast-exit: tuned, and at interpreter exit the heap is frozen "
+        "so that CPython's final collections skip it (objects that only cycles or classes "
+        "keep alive are then not finalized; open files are flushed first); default: leave "
+        "the collector as it is",
     )
 
 
+#: what `open()` returns, flushed before the heap is frozen at exit
+_WRITERS = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom, io.BufferedRWPair)
+
+
 def freeze_at_exit() -> None:
-    """Leave the objects alive at exit out of CPython's final collections (module docstring)."""
+    """Flush the open files, then leave the objects alive at exit out of CPython's final
+    collections (module docstring)."""
+    for obj in gc.get_objects():
+        if isinstance(obj, _WRITERS):
+            try:
+                if not obj.closed and obj.writable():
+                    obj.flush()
+            except (OSError, ValueError):  # a broken pipe, a detached buffer: as at exit
+                pass
     gc.freeze()
 
 
@@ -72,11 +91,12 @@ class RunLoopGC:
     """The collector's settings during runs (registered by the plugin as `faultbench-gc`)."""
 
     def __init__(self, config: pytest.Config, is_run: Callable[[pytest.Item], bool]):
-        self._on = config.getoption("faultbench_gc", "tuned") == "tuned"
+        choice = config.getoption("faultbench_gc", "tuned")
+        self._on = choice in ("tuned", "fast-exit")
+        self._fast_exit = choice == "fast-exit"
         self._is_run = is_run
         self._saved: tuple[int, ...] | None = None
         self._was_frozen = False
-        self._at_exit = False
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -88,16 +108,17 @@ class RunLoopGC:
         self._was_frozen = gc.get_freeze_count() > 0
         gc.freeze()
         gc.set_threshold(max(YOUNG_THRESHOLD, self._saved[0]), *self._saved[1:])
-        self._freeze_at_exit()
+        if self._fast_exit:
+            self._freeze_at_exit()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # an xdist controller collects nothing, but it holds every run's report until it exits
-        if self._on and not self._at_exit and getattr(report, "faultbench", None) is not None:
+        if self._fast_exit and getattr(report, "faultbench", None) is not None:
             self._freeze_at_exit()
 
     def _freeze_at_exit(self) -> None:
-        self._at_exit = True
-        atexit.unregister(freeze_at_exit)  # once per process, however many sessions
+        self._fast_exit = False  # done: once per session
+        atexit.unregister(freeze_at_exit)  # and once per process, however many sessions
         atexit.register(freeze_at_exit)
 
     @pytest.hookimpl(tryfirst=True)
