@@ -14,6 +14,8 @@ retries):
   `-p no:faultbench`.
 - `import mcp` in a fresh interpreter, minus a bare interpreter: what any test using the MCP
   client pays once, plugin or not.
+- suite, fast exit: the suite with `--faultbench-gc=fast-exit` (docs/TESTING.md), which
+  spares the process CPython's final collections at exit.
 - suite, mcp imported first: the same suite in a process that imports mcp before it calls
   `pytest.main`, so the test module's `import mcp` (~0.5 s, inside collection, so inside
   pytest's time) is not in the pytest time: what is left is collection and the runs.
@@ -416,6 +418,12 @@ def main() -> None:
             "baseline": [*pytest, "test_empty.py"],
             "baseline without the plugin": [*pytest, "test_empty.py", "-p", "no:faultbench"],
             "suite": [*pytest, "test_suite.py", "--faultbench-no-early-stop"],
+            "suite, fast exit": [
+                *pytest,
+                "test_suite.py",
+                "--faultbench-no-early-stop",
+                "--faultbench-gc=fast-exit",
+            ],
             # the same suite with mcp imported before pytest starts its clock: the runs' own part
             # (anyio's pytest plugin is then imported already, hence the warning filter)
             "suite, mcp imported first": [
@@ -451,6 +459,8 @@ def main() -> None:
     print(f"suite process:                     {best['suite']:6.2f} s")
     print(f"baseline (pytest, empty file):     {best['baseline']:6.2f} s")
     print(f"suite - baseline:                  {extra:+6.2f} s   (target <= +0.5 s)")
+    fast = best["suite, fast exit"] - best["baseline"]
+    print(f"  the same, --faultbench-gc=fast-exit: {fast:+6.2f} s")
     print(f"  of which import mcp (any client): {mcp:+6.2f} s")
     print(f"plugin's share of pytest start-up: {plugin:+6.2f} s")
 
