@@ -1,12 +1,12 @@
-"""A world served over streamable HTTP from a background thread, for code that is not
-running a trio loop of its own (the pytest plugin's `mcp_url` fixture, a script driving an
-agent written in another language).
+"""A world served over streamable HTTP from a background thread, for code that does not
+serve it from an event loop of its own (the pytest plugin's `mcp_url` fixture, an async test,
+a script driving an agent written in another language).
 
 The server runs `serve_http` in its own thread with its own trio loop, whatever loop the
-caller runs (none, asyncio's, trio's), and serves the world object it was given: calls made over HTTP land in that world, so the caller reads their
-effects on it directly once a call has been answered (a call's events are committed before
-its answer is sent). Do not call the world from the caller's thread while HTTP calls are in
-flight: a world is not thread-safe.
+caller runs (none, asyncio's, trio's), and serves the world object it was given: calls made
+over HTTP land in that world, so the caller reads their effects on it directly once a call
+has been answered (a call's events are committed before its answer is sent). Do not call the
+world from the caller's thread while HTTP calls are in flight: a world is not thread-safe.
 """
 
 from __future__ import annotations
