@@ -95,7 +95,7 @@ class RunLoopGC:
     def __init__(self, config: pytest.Config, is_run: Callable[[pytest.Item], bool]):
         choice = config.getoption("faultbench_gc", "tuned")
         self._on = choice in ("tuned", "fast-exit")
-        self._fast_exit = choice == "fast-exit"
+        self._exit_pending = choice == "fast-exit"  # until `freeze_at_exit` is registered
         self._is_run = is_run
         self._saved: tuple[int, ...] | None = None
         self._was_frozen = False
@@ -110,16 +110,16 @@ class RunLoopGC:
         self._was_frozen = gc.get_freeze_count() > 0
         gc.freeze()
         gc.set_threshold(max(YOUNG_THRESHOLD, self._saved[0]), *self._saved[1:])
-        if self._fast_exit:
+        if self._exit_pending:
             self._freeze_at_exit()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # an xdist controller collects nothing, but it holds every run's report until it exits
-        if self._fast_exit and getattr(report, "faultbench", None) is not None:
+        if self._exit_pending and getattr(report, "faultbench", None) is not None:
             self._freeze_at_exit()
 
     def _freeze_at_exit(self) -> None:
-        self._fast_exit = False  # done: once per session
+        self._exit_pending = False  # once per session
         atexit.unregister(freeze_at_exit)  # and once per process, however many sessions
         atexit.register(freeze_at_exit)
 
