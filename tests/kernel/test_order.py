@@ -3,6 +3,7 @@ the fast paths answer exactly what the slow ones did."""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 
 import msgspec
@@ -141,6 +142,28 @@ def test_id_set_keeps_id_order_through_adds_and_removes():
     assert len(s) == len(live)
     assert all(rid in s for rid in live)
     assert "nope" not in s
+
+
+def test_id_set_walks_from_any_key_forwards_and_backwards():
+    # IdSet.walk seeks by bisection and iterates its chunks in C: from every kind of start
+    # (an id it holds, one it does not, a key just above an id) and both ways, it gives what
+    # filtering the sorted ids gives, across chunk boundaries (_CAP is 1024).
+    rng = random.Random(11)
+    pool = [str(i) for i in range(1, 4000)] + [f"x{i}" for i in range(300)] + ["007", "0"]
+    live = set(rng.sample(pool, 3000))
+    s = IdSet.of_sorted(sorted(live, key=id_order))
+    for rid in rng.sample(pool, 200):
+        s, _ = (s.remove(rid), live.discard(rid)) if rid in live else (s.add(rid), live.add(rid))
+    order = sorted(live, key=id_order)
+    assert list(s.walk()) == order
+    assert list(s.walk(reverse=True)) == order[::-1]
+    for rid in [*rng.sample(pool, 150), order[0], order[-1], "zzz", "00"]:
+        for start in (id_order(rid), (*id_order(rid), "")):
+            assert list(s.walk(start)) == [r for r in order if id_order(r) >= start]
+            assert list(s.walk(start, reverse=True)) == [
+                r for r in reversed(order) if id_order(r) < start
+            ]
+    assert list(IdSet().walk(("x",))) == list(IdSet().walk(("x",), reverse=True)) == []
 
 
 # --- rate limits: the window kept in the state is the log's ------------------------------------

@@ -32,7 +32,6 @@ from .._errors import InvalidArguments
 from .._spec._lists import arg_name, sort_key
 from .._store._indexes import IdSet
 from .._store._sorted import ID, TOP, KeySet, entry, field_value, key_of
-from .._text._keys import id_order
 
 if TYPE_CHECKING:
     from .._spec._types import OperationSpec, WorldSpec
@@ -51,13 +50,16 @@ _BOUNDS = ("eq", "gt", "gte", "lt", "lte")  # the conditions a sorted index walk
 _PRESENT = (True,)  # below every entry of a set value, above every unset one (`entry`)
 
 
-def _preds(conds: list[tuple[str, str, Any]], bounded: str | None) -> list[tuple[str, Pred]]:
+def _preds(
+    conds: list[tuple[str, str, Any]], bounded: str | None, bucket: str | None
+) -> list[tuple[str, Pred]]:
     """What each candidate must pass: every condition, but those on the field `bounded`
-    whose index walk stayed between their bounds (`ListRunner._walk`)."""
+    whose index walk stayed between their bounds, and the equality on the field `bucket`
+    whose ids the walk read (`ListRunner._walk`)."""
     return [
         (f, _pred(o, x))
         for f, o, x in conds
-        if not (f == bounded and o in _BOUNDS and x is not None)
+        if not (f == bounded and o in _BOUNDS and x is not None) and not (f == bucket and o == "eq")
     ]
 
 
@@ -129,8 +131,8 @@ class ListRunner:
         )
         reverse = desc != back
         inclusive = fault == "page_drift" and after is not None
-        ids, bounded = self._walk(rows, ix, field, conds, after, reverse, inclusive)
-        preds = _preds(conds, field if bounded else None)
+        ids, bounded, bucket = self._walk(rows, ix, field, conds, after, reverse, inclusive)
+        preds = _preds(conds, field if bounded else None, bucket)
         match = (rid for rid in ids if all(p(rows[rid][f]) for f, p in preds)) if preds else ids
         if page is None:
             return [rows[rid] for rid in match]  # page kinds never reach a list without pages
@@ -177,12 +179,14 @@ class ListRunner:
         after: tuple[Any, ...] | None,
         reverse: bool,
         inclusive: bool,
-    ) -> tuple[Iterator[str], bool]:
-        """Candidate ids in answer order, from just past `after` (at it, when inclusive), and
+    ) -> tuple[Iterator[str], bool, str | None]:
+        """Candidate ids in answer order, from just past `after` (at it, when inclusive);
         whether they come from the sort field's index between the bounds its conditions set
-        (then those conditions hold already, and `_preds` leaves them out)."""
+        (then those conditions hold already, and `_preds` leaves them out); and the field
+        whose equality bucket they come from (its condition holds already too), if any."""
         # The smallest equality bucket of an indexed field, if any: its ids in id order.
         best: IdSet | None = None
+        by: str | None = None
         if ix is not None:
             for f, o, x in conds:
                 if o == "eq" and f != field:
@@ -194,24 +198,23 @@ class ListRunner:
                             else bucket
                         )  # fmt: skip
                         if best is None or len(ids) < len(best):
-                            best = ids
+                            best, by = ids, f
         if field and best is not None and len(best) <= _SORT_HERE:
             keyed = sorted(((self._key(field, rows[r], r), r) for r in best), reverse=reverse)
-            return self._after(keyed, after, reverse, inclusive), False
+            return self._after(keyed, after, reverse, inclusive), False, by
         ks: KeySet | None = ix.keys(field or "id") if ix is not None else None
-        if not field and (ks is None or (best is not None and len(best) * 8 < len(rows))):
-            # id order from an IdSet: the bucket's, or the table's (a list without pages)
+        if not field and (best is not None or ks is None):
+            # id order from an IdSet: the bucket's (it holds only matching ids, and a seek in
+            # it is O(log n), so it beats filtering the whole id order however large it is),
+            # or the table's (a list without pages)
             idset = best if best is not None else ix.ids if ix is not None else None
             if idset is None:
                 keyed = sorted(((self._key("", rows[r], r), r) for r in rows), reverse=reverse)
-                return self._after(keyed, after, reverse, inclusive), False
+                return self._after(keyed, after, reverse, inclusive), False, None
             start = after[1] if after is not None else None
-            if start is not None and reverse and inclusive:
+            if start is not None and reverse == inclusive:
                 start = (*start, "")  # just above the cursor's own id
-            walk = idset.walk(start, reverse=reverse)
-            if start is not None and not reverse and not inclusive:
-                return _drop_if(walk, lambda r: id_order(r) == start), False
-            return walk, False
+            return idset.walk(start, reverse=reverse), False, by
         if ks is None:
             name = field or "id"
             ks = KeySet.of([entry(field_value(d, name), rid) for rid, d in rows.items()])
@@ -235,7 +238,7 @@ class ListRunner:
                 lo = _max(lo, after if inclusive else (*after, _MAX))
             else:
                 hi = _min(hi, (*after, _MAX) if inclusive else after)
-        return map(_ID, ks.walk(lo, hi, reverse=reverse)), bool(field)
+        return map(_ID, ks.walk(lo, hi, reverse=reverse)), bool(field), None
 
     @staticmethod
     def _after(
@@ -248,8 +251,8 @@ class ListRunner:
         return (r for k, r in keyed if k > after or (inclusive and k == after))
 
     def _count(self, rows: Any, ix: Any, field: str, conds: Any) -> int:
-        ids, bounded = self._walk(rows, ix, field, conds, None, False, False)
-        preds = _preds(conds, field if bounded else None)
+        ids, bounded, bucket = self._walk(rows, ix, field, conds, None, False, False)
+        preds = _preds(conds, field if bounded else None, bucket)
         return sum(1 for rid in ids if all(p(rows[rid][f]) for f, p in preds))
 
     def _key(self, field: str, data: Any, rid: str) -> tuple[Any, ...]:
@@ -308,15 +311,6 @@ class ListRunner:
         if field and self.kinds.get(field) == "datetime" and isinstance(value, str):
             value = datetime.fromisoformat(value)
         return self._key(field, {field: value}, rid)
-
-
-def _drop_if(it: Iterator[str], first: Callable[[str], bool]) -> Iterator[str]:
-    """`it` without its first item when `first` says it is the cursor's own record."""
-    for rid in it:
-        if not first(rid):
-            yield rid
-        yield from it
-        return
 
 
 def _max(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -73,7 +73,7 @@ class IdSet:
     def first(self) -> str | None:
         return self._chunks[0][0] if self._chunks else None
 
-    def _find(self, key: tuple[int, int, str]) -> tuple[int, int]:
+    def _find(self, key: tuple[Any, ...]) -> tuple[int, int]:
         """(chunk, position) where an id of sort key `key` is or would go; chunk may be
         len(chunks) when it goes after everything."""
         chunks = self._chunks
@@ -88,24 +88,22 @@ class IdSet:
         i, j = self._find(id_order(rid))
         return i < len(self._chunks) and j < len(self._chunks[i]) and self._chunks[i][j] == rid
 
-    def walk(
-        self, start: tuple[int, int, str] | None = None, *, reverse: bool = False
-    ) -> Iterator[str]:
+    def walk(self, start: tuple[Any, ...] | None = None, *, reverse: bool = False) -> Iterator[str]:
         """Ids whose `id_order` key is >= `start` in id order, or < `start` in reverse id
-        order (None: from the first, or from the last); O(log n) to begin."""
+        order (None: from the first, or from the last); O(log n) to begin, then iterated in C.
+        (`start` may extend a key, `(*id_order(rid), "")`: just above `rid`'s own key.)"""
         chunks = self._chunks
         if not reverse:
             i, j = self._find(start) if start is not None else (0, 0)
-            for n in range(i, len(chunks)):
-                chunk = chunks[n]
-                yield from chunk[j:] if j else chunk
-                j = 0
-            return
+            if i == len(chunks):
+                return iter(())
+            first = chunks[i][j:] if j else chunks[i]
+            rest = map(chunks.__getitem__, range(i + 1, len(chunks)))
+            return chain(first, chain.from_iterable(rest))
         i, j = self._find(start) if start is not None else (len(chunks), 0)
-        if i < len(chunks):
-            yield from reversed(chunks[i][:j])
-        for n in range(i - 1, -1, -1):
-            yield from reversed(chunks[n])
+        head = reversed(chunks[i][:j]) if i < len(chunks) else iter(())
+        before = map(reversed, map(chunks.__getitem__, range(i - 1, -1, -1)))
+        return chain(head, chain.from_iterable(before))
 
     def add(self, rid: str) -> IdSet:
         chunks = self._chunks
