@@ -23,6 +23,10 @@ per list size n (records in `charge`; `--lists`), list operations with operators
                walk through the table in id order, each from where the last one stopped
 - filtered page  `page_charges(status="failed", limit=10, starting_after=...)`: the same
                through an equality bucket (a third of the records)
+- deep offset  `offset_charges(status="failed", offset=x, limit=10)`, x anywhere in the
+               bucket's first half: an offset page at any depth, with its `total`
+- range offset `offset_range(amount_gte=x, amount_lt=x+40000, offset=y, limit=10)`: the same
+               under a range filter on the sort field, y anywhere in the range's first half
 
 and one page walk of every record of a 10k-record table (`--walk`): its calls at limit 10
 (1000 pages) and at limit 100 (100 pages), total and per page, and the per-page cost of the
@@ -208,6 +212,9 @@ services:
         sort: [amount]
         page: {{ style: cursor, size: 10 }}
       page_charges: {{ kind: list, record: charge, filter: [status], page: {{ style: cursor }} }}
+      offset_charges: {{ kind: list, record: charge, filter: [status], page: {{ style: offset }} }}
+      offset_range: {{ kind: list, record: charge, filter: {{ amount: [gte, lt] }},
+                      sort: [amount], page: {{ style: offset, size: 10 }} }}
       get_charge: {{ kind: get, record: charge }}
 """
 
@@ -250,11 +257,23 @@ def measure_lists(n: int, reps: int) -> dict[str, float]:
         def get(i):
             world.call("get_charge", {"id": ids[i % 4096]})
 
+        deep = [rng.randrange(n // 6) for _ in range(4096)]
+
+        def deep_offset(i):
+            world.call("offset_charges", {"status": "failed", "offset": deep[i % 4096]})
+
+        def range_offset(i):
+            x = lows[i % 4096] % 50_000
+            args = {"amount_gte": x, "amount_lt": x + 40_000, "offset": deep[i % 4096]}
+            world.call("offset_range", args)
+
         for name, fn in [
             ("get", get),
             ("range", ranged),
             ("page", _Walker(world, "page_charges", limit=10)),
             ("filtered_page", _Walker(world, "page_charges", status="failed", limit=10)),
+            ("deep_offset", deep_offset),
+            ("range_offset", range_offset),
         ]:
             fn(0)  # warm
             out[name] = _per_call(fn, _calls_for(_probe(fn)), reps)

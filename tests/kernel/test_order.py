@@ -22,6 +22,7 @@ from faultbench.kernel._faults._kinds import REFUSED_KINDS
 from faultbench.kernel._faults._plan import _rate_limited
 from faultbench.kernel._faults._window import older_by, wait
 from faultbench.kernel._store._indexes import IdSet, id_order
+from faultbench.kernel._store._sorted import TOP, KeySet, entry
 
 from .conftest import make_shop_spec
 
@@ -164,6 +165,40 @@ def test_id_set_walks_from_any_key_forwards_and_backwards():
                 r for r in reversed(order) if id_order(r) < start
             ]
     assert list(IdSet().walk(("x",))) == list(IdSet().walk(("x",), reverse=True)) == []
+
+
+def test_sorted_sets_skip_and_count_by_position():
+    # An offset page skips, and its total counts, by the chunks' positions (`Ranked`), not
+    # by reading entries: from any bounds, both ways, on sets whose chunks differ in size
+    # after inserts and removes, they agree with slicing the sorted list.
+    rng = random.Random(12)
+    ids = [str(i) for i in range(1, 5000)]
+    live = set(rng.sample(ids, 3500))
+    s = IdSet.of_sorted(sorted(live, key=id_order))
+    ks = KeySet.of([entry(int(r) % 97, r) for r in live])
+    for rid in rng.sample(ids, 1500):  # inserts in the middle split chunks, removes shrink them
+        if rid in live:
+            s, ks = s.remove(rid), ks.remove(entry(int(rid) % 97, rid))
+            live.discard(rid)
+        else:
+            s, ks = s.add(rid), ks.add(entry(int(rid) % 97, rid))
+            live.add(rid)
+    order = sorted(live, key=id_order)
+    entries = sorted(entry(int(r) % 97, r) for r in live)
+    for _ in range(300):
+        skip = rng.choice([0, 1, rng.randrange(50), rng.randrange(4000)])
+        start = id_order(rng.choice(ids)) if rng.random() < 0.8 else None
+        for reverse in (False, True):
+            want = [r for r in order if start is None or (id_order(r) < start) == reverse]
+            want = want[::-1] if reverse else want
+            assert list(s.walk(start, reverse=reverse, skip=skip)) == want[skip:]
+            assert s.count(start, reverse=reverse) == len(want)
+        lo = (True, rng.randrange(100)) if rng.random() < 0.7 else None
+        hi = (True, rng.randrange(100), TOP) if rng.random() < 0.7 else None
+        inside = [e for e in entries if (lo is None or e >= lo) and (hi is None or e < hi)]
+        assert ks.count(lo, hi) == len(inside)
+        assert list(ks.walk(lo, hi, skip=skip)) == inside[skip:]
+        assert list(ks.walk(lo, hi, reverse=True, skip=skip)) == inside[::-1][skip:]
 
 
 # --- rate limits: the window kept in the state is the log's ------------------------------------

@@ -23,6 +23,7 @@ import base64
 import hashlib
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from itertools import islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,36 @@ def _pred(op: str, x: Any) -> Pred:
     return lambda v: isinstance(v, str) and x in v  # contains
 
 
+class _Walk:
+    """What `ListRunner._walk` found: a list's candidate ids in answer order.
+
+    `ids(skip)` iterates them with the first `skip` left out, and `count()` says how many
+    there are, both without reading the ids where an index can tell (O(log n)). `bounded`:
+    they come from the sort field's index between the bounds its conditions set, so those
+    conditions hold already; `bucket`: the field whose equality bucket they are, so its
+    equality holds already (`_preds` leaves both out)."""
+
+    __slots__ = ("bounded", "bucket", "count", "ids")
+
+    def __init__(
+        self,
+        ids: Callable[[int], Iterator[str]],
+        count: Callable[[], int],
+        *,
+        bounded: bool = False,
+        bucket: str | None = None,
+    ):
+        self.ids = ids
+        self.count = count
+        self.bounded = bounded
+        self.bucket = bucket
+
+    @classmethod
+    def of(cls, ids: list[str], *, bucket: str | None = None) -> _Walk:
+        """Candidates already listed (a small bucket sorted here, or a table without index)."""
+        return cls(lambda skip: iter(ids[skip:]), lambda: len(ids), bucket=bucket)
+
+
 class ListRunner:
     """One list operation's filters, orders and pages, compiled once per world spec."""
 
@@ -131,29 +162,32 @@ class ListRunner:
         )
         reverse = desc != back
         inclusive = fault == "page_drift" and after is not None
-        ids, bounded, bucket = self._walk(rows, ix, field, conds, after, reverse, inclusive)
-        preds = _preds(conds, field if bounded else None, bucket)
-        match = (rid for rid in ids if all(p(rows[rid][f]) for f, p in preds)) if preds else ids
+        walk = self._walk(rows, ix, field, conds, after, reverse, inclusive)
+        preds = _preds(conds, field if walk.bounded else None, walk.bucket)
+
+        def matching(skip: int = 0) -> Iterator[str]:
+            """The ids that pass every condition, the first `skip` left out: without reading
+            them when the walk's index answers every condition."""
+            if not preds:
+                return walk.ids(skip)
+            ids = walk.ids(0)
+            kept = (rid for rid in ids if all(p(rows[rid][f]) for f, p in preds))
+            return islice(kept, skip, None) if skip else kept
+
         if page is None:
-            return [rows[rid] for rid in match]  # page kinds never reach a list without pages
+            return [rows[rid] for rid in matching()]  # page kinds never reach these lists
         offset = args.get("offset", 0)
+        skip = 0
         if fault == "page_drift":
             if page.style == "offset":
                 offset = offset - 1 if offset > 0 else offset + 1
             elif after is None:
-                next(match, None)  # the first record is skipped, as if one was deleted
+                skip = 1  # the first record is skipped, as if one was deleted
         if offset < 0:
             raise InvalidArguments(
                 f"invalid arguments for {self.tool}: `offset`: expected 0 or more, got {offset}"
             )
-        for _ in range(offset):
-            if next(match, None) is None:
-                break
-        got = []
-        for rid in match:
-            got.append(rid)
-            if len(got) > limit:
-                break
+        got = list(islice(matching(skip + offset), limit + 1))
         has_more = len(got) > limit
         del got[limit:]
         if back:
@@ -162,7 +196,10 @@ class ListRunner:
             has_more = False
         data = [rows[rid] for rid in got]
         if page.style == "offset":
-            total = len(rows) if not conds else self._count(rows, ix, field, conds)
+            if not conds:
+                total = len(rows)
+            else:
+                total = walk.count() if not preds else sum(1 for _ in matching())
             return {"data": data, "has_more": has_more, "total": total}
         edge = (got[0] if back else got[-1]) if got and has_more else None
         token = None if edge is None else self._cursor(sort, field, rows[edge], edge)
@@ -179,11 +216,8 @@ class ListRunner:
         after: tuple[Any, ...] | None,
         reverse: bool,
         inclusive: bool,
-    ) -> tuple[Iterator[str], bool, str | None]:
-        """Candidate ids in answer order, from just past `after` (at it, when inclusive);
-        whether they come from the sort field's index between the bounds its conditions set
-        (then those conditions hold already, and `_preds` leaves them out); and the field
-        whose equality bucket they come from (its condition holds already too), if any."""
+    ) -> _Walk:
+        """Candidate ids in answer order, from just past `after` (at it, when inclusive)."""
         # The smallest equality bucket of an indexed field, if any: its ids in id order.
         best: IdSet | None = None
         by: str | None = None
@@ -201,7 +235,7 @@ class ListRunner:
                             best, by = ids, f
         if field and best is not None and len(best) <= _SORT_HERE:
             keyed = sorted(((self._key(field, rows[r], r), r) for r in best), reverse=reverse)
-            return self._after(keyed, after, reverse, inclusive), False, by
+            return _Walk.of(list(self._after(keyed, after, reverse, inclusive)), bucket=by)
         ks: KeySet | None = ix.keys(field or "id") if ix is not None else None
         if not field and (best is not None or ks is None):
             # id order from an IdSet: the bucket's (it holds only matching ids, and a seek in
@@ -210,11 +244,15 @@ class ListRunner:
             idset = best if best is not None else ix.ids if ix is not None else None
             if idset is None:
                 keyed = sorted(((self._key("", rows[r], r), r) for r in rows), reverse=reverse)
-                return self._after(keyed, after, reverse, inclusive), False, None
+                return _Walk.of(list(self._after(keyed, after, reverse, inclusive)))
             start = after[1] if after is not None else None
             if start is not None and reverse == inclusive:
                 start = (*start, "")  # just above the cursor's own id
-            return idset.walk(start, reverse=reverse), False, by
+            return _Walk(
+                lambda skip: idset.walk(start, reverse=reverse, skip=skip),
+                lambda: idset.count(start, reverse=reverse),
+                bucket=by,
+            )
         if ks is None:
             name = field or "id"
             ks = KeySet.of([entry(field_value(d, name), rid) for rid, d in rows.items()])
@@ -238,7 +276,12 @@ class ListRunner:
                 lo = _max(lo, after if inclusive else (*after, _MAX))
             else:
                 hi = _min(hi, (*after, _MAX) if inclusive else after)
-        return map(_ID, ks.walk(lo, hi, reverse=reverse)), bool(field), None
+        keys = ks
+        return _Walk(
+            lambda skip: map(_ID, keys.walk(lo, hi, reverse=reverse, skip=skip)),
+            lambda: keys.count(lo, hi),
+            bounded=bool(field),
+        )
 
     @staticmethod
     def _after(
@@ -249,11 +292,6 @@ class ListRunner:
         if reverse:
             return (r for k, r in keyed if k < after or (inclusive and k == after))
         return (r for k, r in keyed if k > after or (inclusive and k == after))
-
-    def _count(self, rows: Any, ix: Any, field: str, conds: Any) -> int:
-        ids, bounded, bucket = self._walk(rows, ix, field, conds, None, False, False)
-        preds = _preds(conds, field if bounded else None, bucket)
-        return sum(1 for rid in ids if all(p(rows[rid][f]) for f, p in preds))
 
     def _key(self, field: str, data: Any, rid: str) -> tuple[Any, ...]:
         """A record's position: its entry in the sorted index (of `id` for id order)."""

@@ -35,7 +35,7 @@ import immutables
 
 from .._spec._lists import list_sorted_fields
 from .._text._keys import id_order
-from ._sorted import KeySet, entry, field_value
+from ._sorted import KeySet, Ranked, entry, field_value
 
 if TYPE_CHECKING:
     from .._spec._types import WorldSpec
@@ -49,7 +49,7 @@ def _last_key(chunk: tuple[str, ...]) -> tuple[int, int, str]:
     return id_order(chunk[-1])
 
 
-class IdSet:
+class IdSet(Ranked):
     """A persistent set of ids, iterated in id order. Never changes once made."""
 
     __slots__ = ("_chunks", "_n")
@@ -57,6 +57,7 @@ class IdSet:
     def __init__(self, chunks: Chunks = (), n: int = 0):
         self._chunks = chunks
         self._n = n
+        self._starts = None  # each chunk's position (`Ranked`)
 
     @classmethod
     def of_sorted(cls, ids: list[str]) -> IdSet:
@@ -88,22 +89,36 @@ class IdSet:
         i, j = self._find(id_order(rid))
         return i < len(self._chunks) and j < len(self._chunks[i]) and self._chunks[i][j] == rid
 
-    def walk(self, start: tuple[Any, ...] | None = None, *, reverse: bool = False) -> Iterator[str]:
+    def walk(
+        self, start: tuple[Any, ...] | None = None, *, reverse: bool = False, skip: int = 0
+    ) -> Iterator[str]:
         """Ids whose `id_order` key is >= `start` in id order, or < `start` in reverse id
-        order (None: from the first, or from the last); O(log n) to begin, then iterated in C.
-        (`start` may extend a key, `(*id_order(rid), "")`: just above `rid`'s own key.)"""
+        order (None: from the first, or from the last), the first `skip` of them left out;
+        O(log n) to begin, then iterated in C. (`start` may extend a key, `(*id_order(rid),
+        "")`: just above `rid`'s own key.)"""
         chunks = self._chunks
         if not reverse:
             i, j = self._find(start) if start is not None else (0, 0)
+            if skip:
+                (i, j), _ = self._skipped((i, j), (len(chunks), 0), skip, reverse)
             if i == len(chunks):
                 return iter(())
             first = chunks[i][j:] if j else chunks[i]
             rest = map(chunks.__getitem__, range(i + 1, len(chunks)))
             return chain(first, chain.from_iterable(rest))
         i, j = self._find(start) if start is not None else (len(chunks), 0)
+        if skip:
+            _, (i, j) = self._skipped((0, 0), (i, j), skip, reverse)
         head = reversed(chunks[i][:j]) if i < len(chunks) else iter(())
         before = map(reversed, map(chunks.__getitem__, range(i - 1, -1, -1)))
         return chain(head, chain.from_iterable(before))
+
+    def count(self, start: tuple[Any, ...] | None = None, *, reverse: bool = False) -> int:
+        """How many ids `walk(start, reverse=reverse)` gives: O(log n), no id read."""
+        if start is None:
+            return self._n
+        at = self._position(*self._find(start))
+        return at if reverse else self._n - at
 
     def add(self, rid: str) -> IdSet:
         chunks = self._chunks

@@ -11,9 +11,9 @@ names an entry's key (`key_of`) names a position that inserts and deletes do not
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any
 
 from .._text._keys import id_order
@@ -50,7 +50,43 @@ def field_value(data: Any, field: str) -> Any:
 TOP = (float("inf"),)
 
 
-class KeySet:
+class Ranked:
+    """What `KeySet` and `IdSet` share: chunks of sorted items, and positions in them.
+
+    A position p (0 <= p <= n) is how many items come before a place; `_place(p)` is the
+    (chunk, offset) of that place and `_position` its inverse, both O(log n) once the chunks'
+    starting positions are known. Those are made on the first read that needs them (an
+    offset page, a count) and kept with the set: O(chunks), in C, once per set."""
+
+    __slots__ = ("_starts",)
+    _chunks: tuple[tuple[Any, ...], ...]
+    _starts: list[int] | None
+
+    def _starts_of(self) -> list[int]:
+        starts = self._starts
+        if starts is None:  # each chunk's first position, then n
+            starts = self._starts = list(accumulate(map(len, self._chunks), initial=0))
+        return starts
+
+    def _position(self, i: int, j: int) -> int:
+        return self._starts_of()[i] + j  # i == len(chunks): the end, n
+
+    def _place(self, p: int) -> tuple[int, int]:
+        starts = self._starts_of()
+        i = min(bisect_right(starts, p) - 1, len(self._chunks))
+        return i, p - starts[i]
+
+    def _skipped(
+        self, start: tuple[int, int], end: tuple[int, int], skip: int, reverse: bool
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The places [start, end) with `skip` items left out at the walk's beginning (its
+        first, or its last when `reverse`); start == end when nothing is left."""
+        a, b = self._position(*start), self._position(*end)
+        a, b = (min(a + skip, b), b) if not reverse else (a, max(b - skip, a))
+        return self._place(a), self._place(b)
+
+
+class KeySet(Ranked):
     """A persistent sorted set of entries. Never changes once made."""
 
     __slots__ = ("_chunks", "_fences", "_n")
@@ -59,6 +95,7 @@ class KeySet:
         self._chunks = chunks
         self._n = n
         self._fences: list[Entry] | None = None  # each chunk's last entry, made on first read
+        self._starts = None  # each chunk's position (`Ranked`)
 
     @classmethod
     def of(cls, entries: list[Entry]) -> KeySet:
@@ -108,18 +145,34 @@ class KeySet:
         rest = (*chunk[:j], *chunk[j + 1 :])
         return KeySet((*chunks[:i], rest, *chunks[i + 1 :]), self._n - 1)
 
+    def _bounds(
+        self, lo: tuple[Any, ...] | None, hi: tuple[Any, ...] | None
+    ) -> tuple[tuple[int, int], tuple[int, int]]:
+        start = self._find(lo) if lo is not None else (0, 0)
+        end = self._find(hi) if hi is not None else (len(self._chunks), 0)
+        return start, max(start, end)
+
+    def count(self, lo: tuple[Any, ...] | None = None, hi: tuple[Any, ...] | None = None) -> int:
+        """How many entries e have lo <= e < hi: O(log n), no entry read."""
+        start, end = self._bounds(lo, hi)
+        return self._position(*end) - self._position(*start)
+
     def walk(
         self,
         lo: tuple[Any, ...] | None = None,
         hi: tuple[Any, ...] | None = None,
         *,
         reverse: bool = False,
+        skip: int = 0,
     ) -> Iterator[Entry]:
-        """Entries e with lo <= e < hi (None: unbounded), ascending, or descending: two
-        bisections, then whole chunk slices (no comparison per entry)."""
+        """Entries e with lo <= e < hi (None: unbounded), ascending, or descending, the first
+        `skip` of them left out: two bisections, then whole chunk slices (no comparison per
+        entry); a skip is O(log n) too (`Ranked`)."""
         chunks = self._chunks
-        i, j = self._find(lo) if lo is not None else (0, 0)
-        k, m = self._find(hi) if hi is not None else (len(chunks), 0)
+        start, end = self._bounds(lo, hi)
+        if skip:
+            start, end = self._skipped(start, end, skip, reverse)
+        (i, j), (k, m) = start, end
         if (i, j) >= (k, m):
             return iter(())
         last = min(k, len(chunks) - 1)
