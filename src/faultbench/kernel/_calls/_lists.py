@@ -33,6 +33,7 @@ from .._errors import InvalidArguments
 from .._spec._lists import arg_name, sort_key
 from .._store._indexes import IdSet
 from .._store._sorted import ID, TOP, KeySet, entry, field_value, key_of
+from .._text._keys import id_order
 
 if TYPE_CHECKING:
     from .._spec._types import OperationSpec, WorldSpec
@@ -49,6 +50,7 @@ _ISSUED = 4096  # cursors remembered per tool
 
 _BOUNDS = ("eq", "gt", "gte", "lt", "lte")  # the conditions a sorted index walk bounds
 _PRESENT = (True,)  # below every entry of a set value, above every unset one (`entry`)
+_UNSET = (False,)  # below every entry of an unset value
 
 
 def _preds(
@@ -58,10 +60,23 @@ def _preds(
     whose index walk stayed between their bounds, and the equality on the field `bucket`
     whose ids the walk read (`ListRunner._walk`)."""
     return [
-        (f, _pred(o, x))
+        (f, _id_pred(o, x) if f == "id" and o in _RANGE else _pred(o, x))
         for f, o, x in conds
-        if not (f == bounded and o in _BOUNDS and x is not None) and not (f == bucket and o == "eq")
+        if not (f == bounded and o in _BOUNDS and (x is not None or o == "eq"))
+        and not (f == bucket and o == "eq")
     ]
+
+
+_RANGE = ("gt", "gte", "lt", "lte")
+
+
+def _id_pred(op: str, x: Any) -> Pred:
+    """A range condition on ids compares them in id order ("9" < "10"), the order lists
+    walk them in, not as text."""
+    if not isinstance(x, str):
+        return _pred(op, x)
+    within = _pred(op, id_order(x))
+    return lambda v: isinstance(v, str) and within(id_order(v))
 
 
 def _pred(op: str, x: Any) -> Pred:
@@ -259,8 +274,14 @@ class ListRunner:
         lo: tuple[Any, ...] | None = None
         hi: tuple[Any, ...] | None = None
         for f, o, x in conds:
-            if f != field or x is None:
+            if f != field:
                 continue
+            if x is None:
+                if o == "eq":  # the unset values: below every set one (`entry`)
+                    lo, hi = _max(lo, _UNSET), _min(hi, _PRESENT)
+                continue
+            if f == "id" and isinstance(x, str):
+                x = id_order(x)  # what the `id` index orders by (`field_value`)
             if o in ("gte", "eq"):
                 lo = _max(lo, (True, x))
             if o == "gt":
@@ -295,7 +316,7 @@ class ListRunner:
 
     def _key(self, field: str, data: Any, rid: str) -> tuple[Any, ...]:
         """A record's position: its entry in the sorted index (of `id` for id order)."""
-        return key_of(data.get(field), rid) if field else key_of(ID, rid)
+        return key_of(field_value(data, field), rid) if field else key_of(ID, rid)
 
     # --- cursors ------------------------------------------------------------------------------
 

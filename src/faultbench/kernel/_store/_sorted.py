@@ -55,8 +55,9 @@ class Ranked:
 
     A position p (0 <= p <= n) is how many items come before a place; `_place(p)` is the
     (chunk, offset) of that place and `_position` its inverse, both O(log n) once the chunks'
-    starting positions are known. Those are made on the first read that needs them (an
-    offset page, a count) and kept with the set: O(chunks), in C, once per set."""
+    starting positions are known. Those are made on the first read that needs them (a skip:
+    an offset page, or a first cursor page under `page_drift`; a count) and kept with the
+    set: O(chunks), in C, once per set (a write makes a new set)."""
 
     __slots__ = ("_starts",)
     _chunks: tuple[tuple[Any, ...], ...]
