@@ -80,6 +80,17 @@ def ok(world: World, tool: str, args: dict) -> dict:
     return result.value
 
 
+def filled(text: str, rows, drops: int, rng: random.Random) -> World:
+    """A world of `text` given `rows` through its `add` tool, then `drops` of them deleted
+    through `drop` (ids freed in the middle of the indexes' chunks)."""
+    world = World.from_spec(load_spec("<filled>", text=text))
+    for row in rows:
+        assert world.call("add", row).ok
+    for rid in rng.sample([r.id for r in world.charges], drops):
+        assert world.call("drop", {"id": rid}).ok
+    return world
+
+
 def walk(world: World, tool: str, limit: int, **args) -> list[str]:
     ids: list[str] = []
     cursor = None
@@ -551,14 +562,17 @@ def test_equality_filtered_pages_in_id_order_read_the_bucket_as_a_scan_would():
     # cursor's place (not the whole id order, filtered): whatever the bucket's share of the
     # table, forwards from a cursor or a record's id, backwards with ending_before, with a
     # second equality checked per record, through deletes, the pages are a scan's.
-    world = World.from_spec(load_spec("<buckets>", text=BUCKETS))
     rng = random.Random(8)
-    for n in range(3000):  # status a ~90%, b ~9%, c ~1%; numeric ids, then text ones
+
+    def row(n):  # status a ~90%, b ~9%, c ~1%; numeric ids, then text ones
         status = "a" if rng.random() < 0.9 else "b" if rng.random() < 0.9 else "c"
-        row = {"status": status, "kind": rng.choice("xy")}
-        assert world.call("add", {**row, **({"id": f"t{n}"} if n % 7 == 0 else {})}).ok
-    for rid in rng.sample([r.id for r in world.charges], 300):
-        assert world.call("drop", {"id": rid}).ok
+        return {
+            "status": status,
+            "kind": rng.choice("xy"),
+            **({"id": f"t{n}"} if n % 7 == 0 else {}),
+        }
+
+    world = filled(BUCKETS, map(row, range(3000)), 300, rng)
     rows = world.charges.all()  # in id order
     everyone = [r.id for r in rows]
 
@@ -635,20 +649,20 @@ def test_offset_pages_at_any_depth_are_a_slice_of_a_scan():
     # condition (O(log n) at any offset), and reads records only for the conditions it
     # cannot answer (`email_prefix` here); either way each page is the slice of a scan, and
     # `total` its length. Several thousand records: chunks of the indexes (1,024) are crossed.
-    world = World.from_spec(load_spec("<offsets>", text=OFFSETS))
     rng = random.Random(9)
-    for n in range(4000):
-        row = {
+
+    def row(n):
+        data = {
             "status": rng.choice("aab" if n % 3 else "abc"),
             "email": f"{rng.choice('xyz')}{n}@e",
         }
         if n % 9:
-            row["amount"] = rng.randrange(300)
+            data["amount"] = rng.randrange(300)
         if n % 11 == 0:
-            row["id"] = f"t{n}"  # text ids come after the numeric ones
-        assert world.call("add", row).ok
-    for rid in rng.sample([r.id for r in world.charges], 500):
-        assert world.call("drop", {"id": rid}).ok
+            data["id"] = f"t{n}"  # text ids come after the numeric ones
+        return data
+
+    world = filled(OFFSETS, map(row, range(4000)), 500, rng)
     rows = world.charges.all()
 
     def holds(r, args):

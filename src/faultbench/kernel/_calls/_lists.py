@@ -70,9 +70,15 @@ def _preds(
 _RANGE = ("gt", "gte", "lt", "lte")
 
 
+def _ordered(field: str, x: Any) -> Any:
+    """What a range condition on `field` compares: ids in id order ("9" < "10"), the order
+    lists walk them in and the `id` index keeps (`field_value`), not as text; other values
+    as they are."""
+    return id_order(x) if field == "id" and isinstance(x, str) else x
+
+
 def _id_pred(op: str, x: Any) -> Pred:
-    """A range condition on ids compares them in id order ("9" < "10"), the order lists
-    walk them in, not as text."""
+    """A range condition on ids, checked per record in id order (`_ordered`)."""
     if not isinstance(x, str):
         return _pred(op, x)
     within = _pred(op, id_order(x))
@@ -280,8 +286,7 @@ class ListRunner:
                 if o == "eq":  # the unset values: below every set one (`entry`)
                     lo, hi = _max(lo, _UNSET), _min(hi, _PRESENT)
                 continue
-            if f == "id" and isinstance(x, str):
-                x = id_order(x)  # what the `id` index orders by (`field_value`)
+            x = _ordered(f, x)
             if o in ("gte", "eq"):
                 lo = _max(lo, (True, x))
             if o == "gt":
