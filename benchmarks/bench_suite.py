@@ -28,7 +28,9 @@ shared machine do not decide the result. Targets: the 20 runs in < 1 s of pytest
 example's careful agent (examples/shop/agents.py) under Pydantic AI and under the Agents SDK
 with their scripted models, `run_agent(..., mcp=mcp_server)` (the in-process path the
 integrations pick by default), the world file's own faults on (`@pytest.mark.faults`), early
-stop off, each without xdist and with `-n 2`. Per suite: the **median** over rounds of the
+stop off, each without xdist and with `-n 2`; and the Pydantic AI suite again with
+`run_agent(..., mcp=world)` and no `mcp_server` fixture, the same direct path without a
+server, whose process never imports the MCP SDK. Per suite: the **median** over rounds of the
 pytest time, and of the process's CPU time (user + system, children included); the ratio of
 the medians without and with `-n 2` is the xdist speed-up. The load average is printed
 before every round: on a loaded machine, read the CPU times and the ratios, not the wall.
@@ -119,9 +121,9 @@ from faultbench.integrations.{framework} import run_agent, scripted_model
 @pytest.mark.faults
 @pytest.mark.runs({runs})
 @pytest.mark.min_pass_rate(0.5)
-async def test_careful(world, mcp_server):
+async def test_careful({fixtures}):
     run = await run_agent(
-        scripted_model(agents.careful), agents.PROMPT, mcp=mcp_server,
+        scripted_model(agents.careful), agents.PROMPT, mcp={target},
         system_prompt=agents.SYSTEM_PROMPT,
     )
     assert run.ok, run.error
@@ -230,19 +232,30 @@ def plugin_cost(runs: int, rounds: int) -> None:
     print(f"  plugin per run: {(ours - plain) / runs * 1e3:.2f} ms (target < 1 ms)")
 
 
-def shop_suites(d: Path, runs: int) -> dict[str, list[str]]:
+def shop_suites(d: Path, runs: int, *, on_world: bool = False) -> dict[str, list[str]]:
     """Write the shop suite of `runs` runs into `d` for each installed framework; return
-    each framework's pytest command (one process, early stop off)."""
+    each framework's pytest command (one process, early stop off). `on_world`: also the
+    Pydantic AI suite with `mcp=world` (no `mcp_server` fixture, so no MCP SDK imported)."""
     shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
     shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
     (d / "pytest.ini").write_text(INI)
     suites: dict[str, list[str]] = {}
-    for framework in ("pydantic_ai", "openai_agents"):
+    variants = [
+        ("pydantic_ai", "pydantic_ai", "world, mcp_server", "mcp_server"),
+        ("openai_agents", "openai_agents", "world, mcp_server", "mcp_server"),
+    ]
+    if on_world:
+        variants.insert(1, ("pydantic_ai (mcp=world)", "pydantic_ai", "world", "world"))
+    for suite, framework, fixtures, target in variants:
         if importlib.util.find_spec(framework.replace("openai_agents", "agents")) is None:
             continue
-        name = f"test_{framework}.py"
-        (d / name).write_text(AGENT_SUITE.format(root=str(ROOT), framework=framework, runs=runs))
-        suites[framework] = [
+        name = f"test_{suite.split(' ')[0]}{'_world' if target == 'world' else ''}.py"
+        (d / name).write_text(
+            AGENT_SUITE.format(
+                root=str(ROOT), framework=framework, runs=runs, fixtures=fixtures, target=target
+            )
+        )
+        suites[suite] = [
             sys.executable, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio",
         ]  # fmt: skip
     return suites
@@ -253,7 +266,7 @@ def agent_suites(runs: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         commands: dict[str, list[str]] = {}
-        frameworks = shop_suites(d, runs)
+        frameworks = shop_suites(d, runs, on_world=True)
         for framework, base in frameworks.items():
             commands[f"{framework}, 1 process"] = base
             commands[f"{framework}, -n 2"] = [*base, "-n", "2"]

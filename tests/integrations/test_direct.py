@@ -1,8 +1,9 @@
-"""The direct in-process path against the MCP one: the agent cannot tell them apart.
+"""The direct in-process paths against the MCP one: the agent cannot tell them apart.
 
 `run_agent(..., mcp=build_server(world))` calls the server's tool handler without an MCP
-session (`transport="direct"`, the default); `transport="mcp"` opens a framework MCP session
-on the same server. For each framework, the same scripted calls over both paths, on the same
+session (`transport="direct"`, the default); `run_agent(..., mcp=world)` calls the same
+handler with no server at all (`WorldCalls`: no MCP SDK); `transport="mcp"` opens a framework
+MCP session on a server. For each framework, the same scripted calls over the three paths, on the same
 world (same seed and run) under many fault kinds: every model turn must see the same tool
 definitions (name, description, JSON Schema, MCP annotations) and the same messages (tool
 results, tool errors, retry prompts), the runs must end the same, and the worlds' event logs
@@ -19,9 +20,10 @@ import pytest
 import faultbench
 from faultbench.integrations import ToolCall
 from faultbench.kernel import encode_events
-from faultbench.serve import build_server
+from faultbench.serve import WorldCalls, build_server
 
 from .conftest import FRAMEWORKS, SHOP
+from .test_transports import AUTH_DESK, solve_ticket
 
 pytestmark = pytest.mark.anyio
 
@@ -65,6 +67,17 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
 
 RUNS = range(8)
 
+#: how `run_agent` reaches the world: "world" (a bare `World`: `WorldCalls`, no server),
+#: "direct" (a `WorldServer` called without a session), "mcp" (a session on a `WorldServer`)
+PATHS_IN_PROCESS = ("mcp", "direct", "world")
+
+
+def _mcp(world: faultbench.World, path: str) -> dict[str, Any]:
+    """`run_agent`'s `mcp=` and `transport=` for `path`."""
+    if path == "world":
+        return {"mcp": world}
+    return {"mcp": build_server(world), "transport": path}
+
 
 def _world(run: int) -> faultbench.World:
     world = faultbench.load_world(SHOP, run=run)
@@ -89,7 +102,7 @@ def _scrub(value: Any) -> Any:
 # --- Pydantic AI -------------------------------------------------------------------------------
 
 
-async def _pydantic_ai(transport: str, run: int) -> tuple[list[Any], Any, bytes]:
+async def _pydantic_ai(path: str, run: int) -> tuple[list[Any], Any, bytes]:
     from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel
 
@@ -107,9 +120,7 @@ async def _pydantic_ai(transport: str, run: int) -> tuple[list[Any], Any, bytes]
         return ModelResponse(parts=[ToolCallPart(tool, args, tool_call_id=f"c{next(ids)}")])
 
     world = _world(run)
-    result = await run_agent(
-        FunctionModel(respond), "go", mcp=build_server(world), transport=transport, retries=20
-    )
+    result = await run_agent(FunctionModel(respond), "go", **_mcp(world, path), retries=20)
     ending = (result.ok, result.output, type(result.error).__name__, str(result.error))
     return seen, ending, encode_events(world.events)
 
@@ -117,7 +128,7 @@ async def _pydantic_ai(transport: str, run: int) -> tuple[list[Any], Any, bytes]
 # --- the Agents SDK ----------------------------------------------------------------------------
 
 
-async def _openai_agents(transport: str, run: int) -> tuple[list[Any], Any, bytes]:
+async def _openai_agents(path: str, run: int) -> tuple[list[Any], Any, bytes]:
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
     from faultbench.integrations.openai_agents import run_agent
@@ -129,9 +140,7 @@ async def _openai_agents(transport: str, run: int) -> tuple[list[Any], Any, byte
     steps.append(ModelStep.respond(lambda call: [assistant_message("done")]))
     model = ScriptedModel(steps)
     world = _world(run)
-    result = await run_agent(
-        model, "go", mcp=build_server(world), transport=transport, max_turns=len(steps) + 1
-    )
+    result = await run_agent(model, "go", **_mcp(world, path), max_turns=len(steps) + 1)
     seen = []
     for call in model.calls:
         items = [i if isinstance(i, dict) else i.model_dump(mode="json") for i in call.input]
@@ -152,14 +161,16 @@ async def test_the_direct_path_is_indistinguishable_from_an_mcp_session(framewor
     kinds: set[str] = set()
     for run in RUNS:
         mcp_seen, mcp_end, mcp_log = await path("mcp", run)
-        direct_seen, direct_end, direct_log = await path("direct", run)
-        assert len(direct_seen) == len(mcp_seen) >= len(SCRIPT)
-        for turn, (over_mcp, direct) in enumerate(zip(mcp_seen, direct_seen, strict=True)):
-            assert direct[1] == over_mcp[1], f"run {run}, turn {turn}: tool definitions differ"
-            assert direct[0] == over_mcp[0], f"run {run}, turn {turn}: messages differ"
-        assert direct_end == mcp_end
-        assert direct_log == mcp_log
-        world = faultbench.replay(SHOP, faultbench.decode_events(direct_log))
+        for how in PATHS_IN_PROCESS[1:]:
+            seen, end, log = await path(how, run)
+            assert len(seen) == len(mcp_seen) >= len(SCRIPT)
+            for turn, (over_mcp, direct) in enumerate(zip(mcp_seen, seen, strict=True)):
+                where = f"{how}, run {run}, turn {turn}"
+                assert direct[1] == over_mcp[1], f"{where}: tool definitions differ"
+                assert direct[0] == over_mcp[0], f"{where}: messages differ"
+            assert end == mcp_end, how
+            assert log == mcp_log, how
+        world = faultbench.replay(SHOP, faultbench.decode_events(mcp_log))
         kinds |= {c.fault for c in world.trace if c.fault}
     # the runs met the faults they were meant to compare under
     assert {"malformed_json", "timeout", "http_500", "not_found", "empty_result"} <= kinds
@@ -197,3 +208,60 @@ async def test_the_agents_sdk_servers_answer_the_same_models():
                 ]
             answers.append((tools, results))
         assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f in PATHS])
+async def test_a_principal_acts_the_same_with_or_without_a_server(framework):
+    """`WorldCalls(world, principal=)` calls as that principal, directly or (a `WorldServer`
+    made for it, with the token already issued) over an MCP session, as a `WorldServer` with
+    the same principal does; a bare world has no principal and gets the API's 401."""
+    import importlib
+
+    fw = importlib.import_module(f"faultbench.integrations.{framework}")
+    logs = []
+    for how, transport in (("calls", "direct"), ("calls", "mcp"), ("server", "mcp")):
+        world = faultbench.load_world(AUTH_DESK, faults=False)
+        where = (WorldCalls if how == "calls" else build_server)(world, principal="support_agent")
+        run = await fw.run_agent(
+            fw.scripted_model(solve_ticket), "go", mcp=where, transport=transport
+        )
+        assert run.ok, (how, transport, run.error)
+        assert run.trace.count("update_ticket", ok=True) == 1, (how, transport)
+        logs.append(encode_events(world.events))
+    assert logs[0] == logs[1] == logs[2]
+    world = faultbench.load_world(AUTH_DESK, faults=False)
+    bare = await fw.run_agent(fw.scripted_model(solve_ticket), "go", mcp=world)
+    assert "401 Unauthorized" in bare.output
+    assert world.tickets.get("T-1").status == "open"
+
+
+@pytest.mark.skipif("pydantic_ai" not in FRAMEWORKS, reason="Pydantic AI is not installed")
+def test_a_pydantic_ai_run_on_a_world_imports_no_mcp(tmp_path):
+    """The point of `mcp=world`: a process that runs Pydantic AI agents on worlds in-process
+    never imports the MCP SDK (nor fastmcp, nor an HTTP server), at import or at run time."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import asyncio, sys\n"
+        "import faultbench\n"
+        "from faultbench.integrations import Reply, ToolCall\n"
+        "from faultbench.integrations.pydantic_ai import run_agent, scripted_model, toolset\n"
+        "def policy(seen):\n"
+        "    return Reply('done') if seen else ToolCall('list_orders', {})\n"
+        "async def main():\n"
+        f"    world = faultbench.load_world({str(SHOP)!r}, run=3)\n"
+        "    run = await run_agent(scripted_model(policy), 'go', mcp=world)\n"
+        "    assert run.ok and run.trace.count('list_orders') == 1, run\n"
+        "    toolset(world)\n"
+        "asyncio.run(main())\n"
+        "loaded = sorted(m for m in sys.modules\n"
+        "    if m.split('.')[0] in ('mcp', 'mcp_types', 'fastmcp', 'starlette', 'hypercorn'))\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

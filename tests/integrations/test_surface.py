@@ -49,10 +49,12 @@ def world_file(tmp_path):
     return path
 
 
-@pytest.fixture(params=["in_process", "stdio", "http"])
+@pytest.fixture(params=["world", "in_process", "stdio", "http"])
 def reach(request, world_file, http_server):
     import sys
 
+    if request.param == "world":  # a bare World: no server at all
+        return request.param, faultbench.load_world(world_file)
     if request.param == "in_process":
         return request.param, build_server(faultbench.load_world(world_file))
     if request.param == "stdio":
@@ -111,14 +113,16 @@ async def test_pydantic_ai_keeps_its_cached_list(reach):
 
 
 @pytest.mark.skipif(MCP_MAJOR < 2, reason="Pydantic AI needs mcp 2.x (its own environment)")
-async def test_pydantic_ai_without_the_cache_lists_every_step(world_file):
+@pytest.mark.parametrize("serve", [True, False], ids=["server", "world"])
+async def test_pydantic_ai_without_the_cache_lists_every_step(world_file, serve):
     from pydantic_ai import Agent
 
     from faultbench.integrations.pydantic_ai import toolset
 
     turns: list[dict[str, str]] = []
-    server = build_server(faultbench.load_world(world_file))
-    agent = Agent(_pydantic_ai_model(turns), toolsets=[toolset(server, cache_tools=False)])
+    world = faultbench.load_world(world_file)
+    where = build_server(world) if serve else world
+    agent = Agent(_pydantic_ai_model(turns), toolsets=[toolset(where, cache_tools=False)])
     result = await agent.run("go")
     assert result.output == "done"
     assert offered(turns) == SEES_CHANGES
@@ -136,5 +140,5 @@ async def test_the_agents_sdk_lists_every_turn(reach):
     run = await run_agent(_agents_sdk_model(turns), "go", mcp=target)
     assert run.ok, run.error
     assert run.trace.summary() == "get_order!tool_added → get_order!rug_pull"
-    expected = SEES_CHANGES if how == "in_process" or MCP_MAJOR < 2 else KEEPS_FIRST
+    expected = SEES_CHANGES if how in ("world", "in_process") or MCP_MAJOR < 2 else KEEPS_FIRST
     assert offered(turns) == expected

@@ -114,9 +114,9 @@ async def test_a_stdio_server_that_is_not_faultbench_has_no_trace(name, tmp_path
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
-async def test_mcp_must_be_a_server_a_url_or_a_command(name):
+async def test_mcp_must_be_a_world_a_server_a_url_or_a_command(name):
     fw = framework(name)
-    with pytest.raises(TypeError, match="Expected mcp to be a faultbench WorldServer"):
+    with pytest.raises(TypeError, match=r"Expected mcp to be a faultbench World .*, a WorldServer"):
         await fw.run_agent(fw.scripted_model(cancel_first_placed), "go", mcp=42)
 
 

@@ -17,8 +17,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 import faultbench
 from faultbench.kernel import encode_events
 from faultbench.serve import build_server, to_wire
+from faultbench.serve._calls import error_result, render_result
 from faultbench.serve._sdk import FastToolCalls, shape_result
-from faultbench.serve._server import error_result, render_result
 
 from .serve_helpers import SHOP
 
@@ -52,7 +52,10 @@ def sdk_shape(out: dict, version: str) -> dict:
 @pytest.mark.parametrize("version", [MODERN, LEGACY])
 def test_a_result_has_the_shape_the_sdk_gives_it(version):
     world = faultbench.load_world(SHOP)
-    outs = [render_result(world.call(tool, args), version) for tool, args in CALLS]
+    outs = [
+        render_result(world.call(tool, args), version, MODERN_PROTOCOL_VERSIONS)
+        for tool, args in CALLS
+    ]
     outs.append(error_result("no such session", kind="no_session"))
     kinds = {(o["isError"], "structuredContent" in o, o["_meta"].get("fault")) for o in outs}
     assert len(kinds) >= 8  # ok, errors, faults, lists, malformed_json: every shape

@@ -29,7 +29,7 @@ def model_world(where: Target, world: World | None = None) -> World | None:
     world lives in another process and cannot see this one's model calls: pass
     `model_faults_world=`)."""
     if world is None and isinstance(where, InProcess):
-        world = where.server.world
+        world = where.world
     if world is None:
         return None
     # A `model:` rule, even an empty one (`model: {}`, what a `budget` marker puts in force),

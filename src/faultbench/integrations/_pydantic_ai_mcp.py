@@ -66,7 +66,7 @@ def mcp_toolset(where: Target, **kwargs: Any) -> MCPToolset:
     """An `MCPToolset` on `where`: an in-process server through `WorldTransport`, a URL, or a
     stdio command started for each connection and stopped after it (`keep_alive=False`)."""
     if isinstance(where, InProcess):
-        return MCPToolset(WorldTransport(where.server), **kwargs)
+        return MCPToolset(WorldTransport(where.server()), **kwargs)
     if isinstance(where, Http):
         if where.headers:
             kwargs.setdefault("headers", where.headers)

@@ -19,10 +19,13 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from faultbench.kernel import Trace, World, WorldCreated, current_world, decode_events, replay
-from faultbench.serve import WorldServer
+from faultbench.serve import WorldCalls
+
+if TYPE_CHECKING:
+    from faultbench.serve import WorldServer
 
 __all__ = [
     "AgentRun",
@@ -81,7 +84,28 @@ class AgentRun:
 
 @dataclass
 class InProcess:
-    server: WorldServer
+    """A world in this process: its tools and their handler (`WorldCalls`: a bare `World`
+    gives one without MCP), or a `WorldServer`, which is both that and the SDK's server."""
+
+    calls: WorldCalls
+
+    @property
+    def world(self) -> World:
+        return self.calls.world
+
+    def server(self) -> WorldServer:
+        """The `WorldServer` of these calls, for a path that needs the SDK's server (an MCP
+        session, a served URL): the one given, else one made now on the same world, principal
+        and webhook URL, and kept (its after-call hooks are the given calls')."""
+        from faultbench.serve import WorldServer, build_server
+
+        if not isinstance(self.calls, WorldServer):
+            calls = self.calls
+            server = build_server(calls.world, webhook_url=calls.webhook_url)
+            server.principal, server.token = calls.principal, calls.token  # issued once
+            server.after_call = calls.after_call
+            self.calls = server
+        return self.calls
 
 
 @dataclass
@@ -102,8 +126,9 @@ class Stdio:
 
 Target = InProcess | Http | Stdio
 
-#: how a framework reaches a `WorldServer` in this process: "direct" calls the server's tool
-#: handler (no MCP session; what the agent sees is the same), "mcp" opens an MCP session on it
+#: how a framework reaches a world in this process: "direct" calls its tools' handler
+#: (`WorldCalls`: no MCP session; what the agent sees is the same), "mcp" opens an MCP session
+#: on its `WorldServer`
 Transport = Literal["direct", "mcp"]
 
 
@@ -113,16 +138,19 @@ def check_transport(transport: str) -> Transport:
     if transport == "mcp":
         return "mcp"
     raise ValueError(
-        f'Expected transport="direct" (the default: a WorldServer in this process called '
-        f'without an MCP session) or transport="mcp" (an MCP session on it). Instead, '
+        f'Expected transport="direct" (the default: a World or WorldServer in this process '
+        f'called without an MCP session) or transport="mcp" (an MCP session on it). Instead, '
         f"received: {transport!r}"
     )
 
 
-def target(mcp: WorldServer | str | Sequence[str]) -> Target:
-    """Read `run_agent`'s `mcp`: a server, an http(s) URL, or a command (argv or one string)."""
-    if isinstance(mcp, WorldServer):
+def target(mcp: World | WorldCalls | str | Sequence[str]) -> Target:
+    """Read `run_agent`'s `mcp`: a world or a server in this process, an http(s) URL, or a
+    command (argv or one string)."""
+    if isinstance(mcp, WorldCalls):  # a WorldServer too
         return InProcess(mcp)
+    if isinstance(mcp, World):
+        return InProcess(WorldCalls(mcp))
     if isinstance(mcp, str):
         if mcp.startswith(("http://", "https://")):
             return Http(str(mcp), dict(getattr(mcp, "headers", None) or {}))
@@ -132,7 +160,8 @@ def target(mcp: WorldServer | str | Sequence[str]) -> Target:
         _check_serve_command(argv)
         return Stdio(argv)
     raise TypeError(
-        "Expected mcp to be a faultbench WorldServer (build_server(world)), an http(s) URL "
+        "Expected mcp to be a faultbench World (in this process, no MCP session), a "
+        "WorldServer (build_server(world)), an http(s) URL "
         "('http://127.0.0.1:8000/mcp') or a stdio command (['faultbench', 'serve', "
         f"'world.yaml']). Instead, received: {mcp!r}"
     )
@@ -206,9 +235,9 @@ async def observe(where: Target) -> AsyncIterator[Observed]:
     gain `--events FILE`), and fills `Observed.trace` / `.world` when the run is over."""
     seen = Observed(where)
     if isinstance(where, InProcess):
-        start = len(where.server.world.events)
+        start = len(where.world.events)
         yield seen
-        seen.world = where.server.world
+        seen.world = where.world
         seen.trace = Trace(seen.world.events_since(start))
     elif isinstance(where, Http):
         state = json.loads(await asyncio.to_thread(_get, where.control + "/state"))

@@ -88,7 +88,7 @@ RECURSION_LIMIT = 40
 @contextlib.asynccontextmanager
 async def _session(where: Target) -> AsyncIterator[Any]:
     if isinstance(where, InProcess):
-        async with connect_in_process(where.server) as session:
+        async with connect_in_process(where.server()) as session:
             yield session
         return
     connection: dict[str, Any]
@@ -105,7 +105,7 @@ async def _session(where: Target) -> AsyncIterator[Any]:
 
 
 @contextlib.asynccontextmanager
-async def load_tools(mcp: WorldServer | str | Sequence[str]) -> AsyncIterator[list[Any]]:
+async def load_tools(mcp: World | WorldServer | str | Sequence[str]) -> AsyncIterator[list[Any]]:
     """The world's tools as LangChain tools, over one MCP session open for the block:
     `async with load_tools(server) as tools: create_agent(model, tools)`."""
     async with _session(target(mcp)) as session:
@@ -116,7 +116,7 @@ async def run_agent(
     model: Any,
     prompt: str,
     *,
-    mcp: WorldServer | str | Sequence[str],
+    mcp: World | WorldServer | str | Sequence[str],
     system_prompt: str | None = None,
     recursion_limit: int = RECURSION_LIMIT,
     model_faults_world: World | None = None,

@@ -183,8 +183,8 @@ class WorldDirectServer(WorldMCPServer):
 def _server_for(where: Target, transport: Transport = "direct") -> MCPServer:
     if isinstance(where, InProcess):
         if check_transport(transport) == "direct":
-            return WorldDirectServer(where.server)
-        return WorldMCPServer(where.server)
+            return WorldDirectServer(where.server())
+        return WorldMCPServer(where.server())
     # The tool list is cached for speed, and the cache dropped when the server says the list
     # changed (a tool-surface fault): the SDK itself never reads that notification.
     servers: list[MCPServerStdio | MCPServerStreamableHttp] = []
@@ -226,7 +226,7 @@ def _notification_method(message: Any) -> str | None:
 
 
 def mcp_server(
-    mcp: WorldServer | str | Sequence[str], *, transport: Transport = "direct"
+    mcp: World | WorldServer | str | Sequence[str], *, transport: Transport = "direct"
 ) -> MCPServer:
     """An Agents SDK MCP server for the world: in-process `WorldDirectServer` (no MCP
     session; `WorldMCPServer`, over one, with `transport="mcp"`), `MCPServerStreamableHttp`
@@ -248,7 +248,7 @@ async def run_agent(
     model: Any,
     prompt: str,
     *,
-    mcp: WorldServer | str | Sequence[str],
+    mcp: World | WorldServer | str | Sequence[str],
     system_prompt: str | None = None,
     max_turns: int = MAX_TURNS,
     tracing: bool = False,
@@ -258,8 +258,10 @@ async def run_agent(
 ) -> AgentRun:
     """Run an Agents SDK agent once with the world's tools; return its result and the trace.
 
-    A `WorldServer` is called directly (`WorldDirectServer`: no MCP session, what the agent
-    sees is the same) unless `transport="mcp"`; a URL or a command is an MCP server.
+    A `World` or a `WorldServer` in this process is called directly (`WorldDirectServer`: no
+    MCP session, what the agent sees is the same; a `World` gets a `WorldServer` made for the
+    run, since the Agents SDK imports mcp anyway) unless `transport="mcp"`; a URL or a command
+    is an MCP server.
 
     `model` is anything `Agent` accepts ("gpt-5-mini", a `ScriptedModel`...); `agent_kwargs`
     go to `Agent` (`name=` defaults to "agent"). A run that ends in `MaxTurnsExceeded` or

@@ -3,9 +3,13 @@
 ```python
 from faultbench.integrations.pydantic_ai import run_agent
 
-run = await run_agent("openai:gpt-5-mini", "Refund order 7", mcp=build_server(world))
+run = await run_agent("openai:gpt-5-mini", "Refund order 7", mcp=world)
 run.output, run.trace.summary()
 ```
+
+`mcp=world` (a `World` in this process) calls the world's tools without an MCP session and
+without importing the MCP SDK at all; `mcp=build_server(world)` does the same through the
+server (and `transport="mcp"` opens a real MCP session on it).
 
 Facts about pydantic-ai-slim 2.68 / fastmcp 4 this module relies on (checked in their source):
 
@@ -78,9 +82,11 @@ import msgspec.json as msgspec_json
 
 from faultbench.kernel import World
 from faultbench.kernel.lowlevel import ModelFault
-from faultbench.serve import WorldServer, to_wire
+from faultbench.serve import WorldCalls
 
 if TYPE_CHECKING:
+    from faultbench.serve import WorldServer
+
     from ._pydantic_ai_mcp import WorldTransport
 
 
@@ -108,24 +114,28 @@ def _toolset_for(
     where: Target, transport: Transport = "direct", **kwargs: Any
 ) -> AbstractToolset[Any]:
     if isinstance(where, InProcess) and check_transport(transport) == "direct":
-        return WorldToolset(where.server, **kwargs)
-    # an MCP session: fastmcp and Pydantic AI's MCP client, imported only now (~0.4 s)
+        return WorldToolset(where.calls, **kwargs)
+    # an MCP session: mcp, fastmcp and Pydantic AI's MCP client, imported only now (~1 s)
     from ._pydantic_ai_mcp import mcp_toolset
 
     return mcp_toolset(where, **kwargs)
 
 
 def toolset(
-    mcp: WorldServer | str | Sequence[str], *, transport: Transport = "direct", **kwargs: Any
+    mcp: World | WorldServer | str | Sequence[str],
+    *,
+    transport: Transport = "direct",
+    **kwargs: Any,
 ) -> AbstractToolset[Any]:
     """A toolset whose tools are the world's: pass it to your own `Agent(toolsets=[...])`.
 
-    `mcp`: a `WorldServer` (in-process), an http(s) URL, or a stdio command; a stdio server is
-    started for each connection and stopped after it (`keep_alive=False`), so no state leaks
-    from one run into the next. A `WorldServer` gives a `WorldToolset` (the direct path, no
-    MCP session) unless `transport="mcp"`, which gives an `MCPToolset` over an in-process MCP
-    session; a URL or a command always gives an `MCPToolset`. `kwargs` go to the toolset
-    (`max_retries=`, ...).
+    `mcp`: a `World` or a `WorldServer` (in-process), an http(s) URL, or a stdio command; a
+    stdio server is started for each connection and stopped after it (`keep_alive=False`), so
+    no state leaks from one run into the next. In-process, the toolset is a `WorldToolset`
+    (the direct path, no MCP session; a `World` does not even import mcp) unless
+    `transport="mcp"`, which gives an `MCPToolset` over an in-process MCP session (on a
+    `World`, a `WorldServer` made for it); a URL or a command always gives an `MCPToolset`.
+    `kwargs` go to the toolset (`max_retries=`, ...).
     """
     return _toolset_for(target(mcp), transport, **kwargs)
 
@@ -134,7 +144,7 @@ async def run_agent(
     model: Any,
     prompt: str,
     *,
-    mcp: WorldServer | str | Sequence[str],
+    mcp: World | WorldServer | str | Sequence[str],
     system_prompt: str | None = None,
     model_faults_world: World | None = None,
     transport: Transport = "direct",
@@ -142,8 +152,9 @@ async def run_agent(
 ) -> AgentRun:
     """Run a Pydantic AI agent once with the world's tools; return its result and the trace.
 
-    A `WorldServer` is called directly (`WorldToolset`: no MCP session, what the agent sees
-    is the same) unless `transport="mcp"`; a URL or a command is an MCP server.
+    A `World` or a `WorldServer` in this process is called directly (`WorldToolset`: no MCP
+    session, what the agent sees is the same; a `World` imports no MCP SDK at all) unless
+    `transport="mcp"`; a URL or a command is an MCP server.
 
     When the world's fault rules have a `model:` key, the model is wrapped in `FaultyModel`
     so that its calls meet the world's model faults (an in-process world; for a stdio or HTTP
@@ -182,22 +193,28 @@ _ARGS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema(), core_s
 
 
 class WorldToolset(AbstractToolset[Any]):
-    """The tools of a `WorldServer` in this process, called without an MCP session.
+    """The tools of a world in this process, called without an MCP session.
 
     The agent sees what an `MCPToolset` over an in-process session shows it: the same tool
     definitions (name, description, schema, MCP annotations in `metadata`), the same values
     (a result's structured content, `{"result": ...}` unwrapped, else its text, parsed when it
     is JSON), and a tool error as the same `ModelRetry` text. `tests/integrations/
     test_direct.py` compares both paths message by message and event log by event log.
-    Calls go through the server's own handler (`WorldServer.call_direct`): faults, tokens,
-    error texts and after-call hooks are the server's. What is skipped is the session:
-    memory streams, JSON-RPC framing and model validation of every message.
+    Calls go through the handler every MCP call goes through (`WorldCalls.call_direct`; a
+    `WorldServer` is a `WorldCalls`): faults, tokens, error texts and after-call hooks are the
+    server's. What is skipped is the session: memory streams, JSON-RPC framing and model
+    validation of every message; and with a bare world's `WorldCalls(world)`, the MCP SDK.
     """
 
     def __init__(
-        self, server: WorldServer, *, max_retries: int | None = None, cache_tools: bool = True
+        self,
+        calls: World | WorldCalls,
+        *,
+        max_retries: int | None = None,
+        cache_tools: bool = True,
     ):
-        self.server = server
+        #: the world's tools and their handler (a `WorldServer`, or `WorldCalls(world)`)
+        self.calls = calls if isinstance(calls, WorldCalls) else WorldCalls(calls)
         self.max_retries = max_retries
         #: as `MCPToolset.cache_tools`: list the tools once per `async with` (the default), or
         #: at every step, which is how an agent sees a run's tool-surface faults
@@ -210,7 +227,7 @@ class WorldToolset(AbstractToolset[Any]):
 
     @property
     def label(self) -> str:
-        return f"WorldToolset({self.server.world.name!r})"
+        return f"WorldToolset({self.calls.world.name!r})"
 
     async def __aexit__(self, *args: Any) -> bool | None:
         self._tools = None  # MCPToolset forgets its list with its session
@@ -220,7 +237,7 @@ class WorldToolset(AbstractToolset[Any]):
         # MCPToolset keeps the first list it gets: a tool-surface fault's tools/list_changed
         # does not reach it at protocol 2026-07-28 (docs/FAULTS.md), so the default keeps it too.
         if self._tools is None or not self.cache_tools:
-            self._tools = [(tool.name, _definition(tool)) for tool in self.server.tool_list()]
+            self._tools = [(tool["name"], _definition(tool)) for tool in self.calls.tools_wire()]
         return self._tools
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
@@ -235,17 +252,24 @@ class WorldToolset(AbstractToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        out = await self.server.call_direct(name, tool_args)
+        out = await self.calls.call_direct(name, tool_args)
         if out.get("isError"):
             text = ToolReturnPart(tool_name=name, content=_value(out))
             raise ModelRetry(text.model_response_str(wrap_if_error=False) or _no_text(name))
         return _value(out)
 
 
-def _definition(tool: Any) -> ToolDefinition:
-    """A tool as `MCPToolset.get_tools` defines it from the SDK's `Tool`."""
-    wire = to_wire(tool)
-    annotations = tool.annotations.model_dump(by_alias=True) if tool.annotations else None
+#: the fields of the MCP SDK's `ToolAnnotations` (1.x and 2.x), which `MCPToolset` dumps whole
+_ANNOTATION_FIELDS = dict.fromkeys(
+    ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+)
+
+
+def _definition(wire: dict[str, Any]) -> ToolDefinition:
+    """A tool (`tools/list`'s wire form) as `MCPToolset.get_tools` defines it from the SDK's
+    `Tool`, whose annotations it dumps with every field (`test_direct.py` compares both)."""
+    given = wire.get("annotations")
+    annotations = None if given is None else {**_ANNOTATION_FIELDS, **given}
     return ToolDefinition(
         name=wire["name"],
         description=wire.get("description"),

@@ -143,7 +143,7 @@ def _tools(where: Target, *, error_marker: bool) -> Iterator[list[Any]]:
     adapter = ErrorMarkingAdapter() if error_marker else SmolAgentsAdapter()
     if isinstance(where, InProcess):
         with (
-            serve_in_thread(where.server) as url,
+            serve_in_thread(where.server()) as url,
             MCPAdapt(_server_parameters(Http(url)), adapter) as tools,
         ):
             yield tools
@@ -154,7 +154,7 @@ def _tools(where: Target, *, error_marker: bool) -> Iterator[list[Any]]:
 
 @contextlib.contextmanager
 def load_tools(
-    mcp: WorldServer | str | Sequence[str], *, error_marker: bool = True
+    mcp: World | WorldServer | str | Sequence[str], *, error_marker: bool = True
 ) -> Iterator[list[Any]]:
     """The world's tools as smolagents tools, connected for the block (a `WorldServer` is
     served over HTTP from a thread meanwhile): `with load_tools(server) as tools:
@@ -168,7 +168,7 @@ async def run_agent(
     model: Any,
     prompt: str,
     *,
-    mcp: WorldServer | str | Sequence[str],
+    mcp: World | WorldServer | str | Sequence[str],
     system_prompt: str | None = None,
     max_steps: int = MAX_STEPS,
     error_marker: bool = True,

@@ -1,5 +1,6 @@
 """faultbench's MCP shell: a world's operations as MCP tools, in-process, over stdio or
-streamable HTTP (`faultbench serve`). Imports mcp; `import faultbench` does not import this.
+streamable HTTP (`faultbench serve`). All of it but `WorldCalls` imports mcp; `import
+faultbench` imports none of it.
 
 `build_server`, `WorldServer` and `serve_in_thread` are what tests and integrations use; the
 rest is what `faultbench serve` (faultbench.commands) is built from: the stdio and HTTP loops,
@@ -7,8 +8,10 @@ the loopback socket, the per-session event journals and the MCP form of a tool.
 `MCP_VERSION` is the installed MCP SDK's (1.x or 2.x, both served: `_sdk.py`);
 `connect_in_process` opens that SDK's own client on a server in this process, `connect_client`
 on one elsewhere (a stdio command or an HTTP URL: `faultbench import mcp`); `to_wire` gives
-an SDK model in wire form. `WorldServer.call_direct` answers a call in this process without a
-session (the integrations' direct path); `call_result` makes the SDK's `CallToolResult` of
+an SDK model in wire form. `WorldCalls` is a world's tools and the handler of their calls
+without MCP (no SDK import): `WorldServer` is one, and `WorldCalls(world).call_direct` or
+`WorldServer.call_direct` answers a call in this process without a session (the
+integrations' direct path); `call_result` makes the SDK's `CallToolResult` of
 its answer as the SDK's in-process client (which speaks `IN_PROCESS_PROTOCOL`) would.
 
 Every name is imported on first use (PEP 562): `from faultbench.serve import build_server`
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING
 from faultbench._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
+    from ._calls import WebhookUrlError as WebhookUrlError
+    from ._calls import WorldCalls as WorldCalls
     from ._http import ListenError as ListenError
     from ._http import build_app as build_app
     from ._http import is_loopback as is_loopback
@@ -36,7 +41,6 @@ if TYPE_CHECKING:
     from ._sdk import connect as connect_client
     from ._sdk import connect_in_process as connect_in_process
     from ._sdk import dump as to_wire
-    from ._server import WebhookUrlError as WebhookUrlError
     from ._server import WorldServer as WorldServer
     from ._server import build_server as build_server
     from ._server import mcp_tool as mcp_tool
@@ -52,7 +56,8 @@ _LAZY = {
     "Journals": "._journal",
     "ListenError": "._http",
     "ServedUrl": "._thread",
-    "WebhookUrlError": "._server",
+    "WebhookUrlError": "._calls",
+    "WorldCalls": "._calls",
     "WorldServer": "._server",
     "build_app": "._http",
     "build_server": "._server",
@@ -78,6 +83,7 @@ __all__ = [
     "ListenError",
     "ServedUrl",
     "WebhookUrlError",
+    "WorldCalls",
     "WorldServer",
     "build_app",
     "build_server",

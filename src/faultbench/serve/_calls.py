@@ -1,0 +1,344 @@
+"""A world's operations as tools, and the one handler of their calls, without MCP.
+
+`WorldCalls` is what every face of a world shares: the tools in wire form, a call's answer
+(the world's call, the principal's token, the error texts, the after-call hooks, the webhook
+deliveries due after it), rendered as MCP's `tools/call` would answer it. `WorldServer`
+(`_server.py`) is a `WorldCalls` that is also the SDK's `mcp.server.Server`; the integrations'
+direct path takes either, so an agent run on a bare `World` never imports mcp (~0.7 s a
+process, docs/BENCHMARKS.md).
+
+This module imports neither mcp nor anyio at import time (the import-linter contract
+"WorldCalls needs no MCP SDK" in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Container
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from faultbench.kernel import CallResult, ToolCallError, World
+from faultbench.kernel.lowlevel import SURFACE_KINDS, iso_time, token_expiry
+
+from ._journal import JournalError
+
+if TYPE_CHECKING:
+    from faultbench.kernel import Tool
+
+__all__ = [
+    "AfterCall",
+    "WebhookUrlError",
+    "WorldCalls",
+    "error_result",
+    "failure_result",
+    "render_result",
+    "tool_wire",
+]
+
+log = logging.getLogger("faultbench.serve")
+
+# MCP tool annotations per operation kind. They are hints for the model and the client
+# (e.g. a client may skip confirmation for read-only tools); custom handlers get none
+# because nothing is known about what they do.
+# (Wire form: the same on both SDKs.)
+_ANNOTATIONS: dict[str, dict[str, bool]] = {
+    "get": {"readOnlyHint": True, "idempotentHint": True},
+    "list": {"readOnlyHint": True, "idempotentHint": True},
+    "create": {"readOnlyHint": False, "destructiveHint": False},
+    "update": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+    "delete": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+}
+
+AfterCall = Callable[[World, CallResult], None]
+
+
+def tool_wire(tool: Tool) -> dict[str, Any]:
+    """One kernel tool as MCP lists it, in wire form. The schema is the kernel's, inline,
+    unchanged."""
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+    }
+    annotations = _ANNOTATIONS.get(tool.kind)
+    if annotations is not None:
+        out["annotations"] = dict(annotations)
+    return out
+
+
+def render_result(
+    result: CallResult,
+    protocol_version: str | None = None,
+    modern: Container[str] = frozenset(),
+) -> dict[str, Any]:
+    """A kernel `CallResult` as an MCP `CallToolResult`, in wire form, at `protocol_version`
+    (`modern`: the versions at which `structuredContent` may be any JSON value, the installed
+    SDK's `_sdk.MODERN_PROTOCOL_VERSIONS`; before them it must be an object).
+
+    The text is the kernel's, verbatim. `structuredContent` is the call's value, which the
+    kernel guarantees is what a successful text encodes (`CallResult.text` is the JSON of
+    `CallResult.value`); it is left out for errors and for a `malformed_json` fault, where
+    the agent must not get a clean copy on the side.
+
+    A dict rather than a pydantic model: the SDK validates the result against the protocol
+    version's schema either way, and building the model first costs ~5 us a call, most of
+    what separates us from a bare server in-process.
+    """
+    # Keys whose value is None are left out: 2026-07-28 serialization drops them anyway,
+    # and one shape for both protocol eras is easier on clients.
+    meta: dict[str, Any] = {"call_id": result.call_id}
+    if result.started_at is not None:
+        meta["started_at"] = iso_time(result.started_at)
+        meta["finished_at"] = iso_time(result.finished_at)
+    if result.fault is not None:
+        meta["fault"] = result.fault
+    out: dict[str, Any] = {
+        "content": [{"type": "text", "text": result.text}],
+        "isError": not result.ok,
+        "resultType": "complete",
+        "_meta": meta,
+    }
+    if result.ok:
+        value = result.value
+        if value is not None and result.fault != "malformed_json":
+            if not isinstance(value, dict) and protocol_version not in modern:
+                value = {"result": value}  # before 2026-07-28 it must be an object
+            out["structuredContent"] = value
+    else:
+        meta["error_kind"] = result.error_kind
+    return out
+
+
+def error_result(message: str, *, kind: str) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": message}],
+        "isError": True,
+        "resultType": "complete",
+        "_meta": {"error_kind": kind},
+    }
+
+
+def failure_result(name: str, exc: Exception) -> dict[str, Any]:
+    """What the agent reads when calling tool `name` raised `exc` instead of answering: a
+    journal that cannot write (logged once by the journal; the call was undone), or a bug in
+    faultbench or a world's handler (logged here)."""
+    if isinstance(exc, JournalError):
+        return error_result(
+            f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
+            "Not the agent's fault; the server keeps serving.",
+            kind="journal_error",
+        )
+    log.exception("internal error while calling tool %r", name)
+    detail = f"{type(exc).__name__}: {exc}"
+    detail = detail if len(detail) <= 300 else detail[:297] + "..."
+    return error_result(
+        f"500 Internal Server Error: faultbench failed while running {name[:100]!r} "
+        f"({detail}). This is a bug in faultbench or the world's handlers, not in the "
+        "agent; the server keeps serving.",
+        kind="internal_error",
+    )
+
+
+class WebhookUrlError(ValueError):
+    """`webhook_url` given for a world without `webhooks:`, or not on loopback."""
+
+
+class WorldCalls:
+    """A world's operations as tools, and the handler every call to them goes through.
+
+    `tools_wire()` lists the tools as MCP's `tools/list` does; `call_direct(name, args)`
+    answers as `tools/call` does (a dict in wire form), through `World.acall`, so faults,
+    virtual time and the event log are the kernel's. `principal` (a world with `auth:`):
+    who the calls act as; a token is issued for it now (`token`). `webhook_url` (a world with
+    `webhooks:`): the loopback endpoint the deliveries due after each call are POSTed to.
+
+    No MCP: `run_agent(..., mcp=world)` of the Pydantic AI and Agents SDK integrations calls
+    one of these. `WorldServer` is one too, and the SDK's `Server` besides.
+    """
+
+    #: the protocol versions at which a result's `structuredContent` may be any JSON value
+    #: (`render_result`): none without an SDK (a direct call speaks no version, or a
+    #: handshake-era one), the SDK's modern ones for a `WorldServer`
+    modern_versions: Container[str] = frozenset()
+
+    def __init__(
+        self,
+        world: World,
+        *,
+        principal: str | None = None,
+        webhook_url: str | None = None,
+    ):
+        self.world = world
+        #: worlds with `webhooks:`: where the deliveries due after each call are POSTed
+        self.webhook_url = webhook_url
+        if webhook_url is not None:
+            if world.spec.webhooks is None:
+                raise WebhookUrlError(
+                    f"webhook_url={webhook_url!r}, but the world {world.name!r} has no webhooks: "
+                    "block; expected a world file with 'webhooks: {secret: ...}' and events:"
+                )
+            from faultbench.kernel.lowlevel import webhook_url_problem
+
+            problem = webhook_url_problem(webhook_url)
+            if problem is not None:
+                raise WebhookUrlError(problem)
+        self._delivering: Any = None  # an anyio.Lock, made by the first delivery
+        #: worlds with `auth:`: the principal in-process and stdio calls act as, and the
+        #: token issued for it (HTTP requests bring their own, `Authorization: Bearer`)
+        self.principal = principal
+        self.token: str | None = None
+        if principal is not None:
+            if world.spec.auth is None:
+                raise ValueError(
+                    f"principal={principal!r}, but the world {world.name!r} has no auth: block; "
+                    "expected a world file with 'auth: {principals: {...}}', or no principal"
+                )
+            self.token = world.issue_token(principal)  # ValueError for an unknown one
+        self.after_call: list[AfterCall] = []
+
+    # --- tools ------------------------------------------------------------------------------
+
+    def tools_wire(self, world: World | None = None) -> list[dict[str, Any]]:
+        """The tools `world` (default: the shared one) shows now, in wire form, as
+        `tools/list` answers them: its operations, as the run's tool-surface faults have
+        changed them so far."""
+        return [tool_wire(t) for t in (world or self.world).tools]
+
+    # --- calls ------------------------------------------------------------------------------
+
+    def request_token(self, request: Any, world: World) -> str | None:
+        """The access token a call comes with (worlds with `auth:`): an HTTP request's
+        bearer token (`request`: anything with `headers`), else (`request` None: in-process or
+        stdio) the one issued for `principal`, issued again after a reset or a restore to
+        before it (tokens derive from the seed and their number, so it is the same token)."""
+        if self.world.spec.auth is None:
+            return None
+        if request is None:
+            if self.principal is not None and token_expiry(world, self.token or "") is None:
+                self.token = world.issue_token(self.principal)
+            return self.token
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        return token.strip() or None if scheme.lower() == "bearer" else None
+
+    async def call_direct(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        protocol_version: str | None = None,
+    ) -> dict[str, Any]:
+        """One tool call from this process, answered in wire form as `tools/call` answers it,
+        without a session, JSON-RPC framing or model validation: the integrations' direct
+        path (docs/INTEGRATIONS.md, "The direct in-process path"). `protocol_version` is the
+        one a client would have negotiated (None: before 2026-07-28, where a list result is
+        wrapped in `result`). A `WorldServer` also sends the change notification of a
+        tool-surface fault and stamps its identity in `_meta` at a modern version, as its
+        SDK's handler path does (`_direct_notice`, `_direct_stamp`)."""
+        out = await self.answer(
+            self.world,
+            name,
+            arguments,
+            protocol_version=protocol_version,
+            tools_changed=self._direct_notice(protocol_version),
+        )
+        self._direct_stamp(out, protocol_version)
+        return out
+
+    def _direct_notice(self, protocol_version: str | None) -> Callable[[], Awaitable[None]] | None:
+        return None  # no server: nobody to tell that the tool list changed
+
+    def _direct_stamp(self, out: dict[str, Any], protocol_version: str | None) -> None:
+        pass  # no server: no identity to stamp
+
+    async def answer(
+        self,
+        world: World,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        request: Any = None,
+        protocol_version: str | None = None,
+        tools_changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
+        """A call of tool `name` on `world` (the shared one or a session's fork), answered in
+        wire form whatever happens: a handler's bug or a journal that cannot write is an error
+        result the agent reads, never an exception. `request`: the HTTP request, for its
+        bearer token; `tools_changed`: how to tell clients that a tool-surface fault changed
+        the tool list (an MCP notification; nothing without one)."""
+        try:
+            try:
+                token = self.request_token(request, world)
+                args = arguments or {}
+                # Worlds without auth: the call exactly as before (no token to pass)
+                result = await (
+                    world.acall(name, args)
+                    if token is None
+                    else world.acall(name, args, token=token)
+                )
+            except ToolCallError as exc:  # a kernel that raises instead of returning
+                return error_result(exc.message, kind=exc.kind)
+            out = render_result(result, protocol_version, self.modern_versions)
+        except Exception as exc:
+            return failure_result(name, exc)
+        if result.traceback is not None:
+            # A bug in a handler (or in faultbench): the agent read "internal error"; the
+            # person running the server gets where it is, with or without -v.
+            log.error("%s\n%s", _call_line(result), result.traceback)
+        elif log.isEnabledFor(logging.INFO):
+            log.info("%s", _call_line(result))
+        if result.fault in SURFACE_KINDS and tools_changed is not None:
+            # the call changed the tool list: say so, as a server whose tools changed does
+            try:
+                await tools_changed()
+            except Exception:  # a client gone away must not turn the call into an error
+                log.warning("could not send tools/list_changed after %s", result.call_id)
+        for hook in self.after_call:
+            # The call happened (and is in the --events journal, if any: a call the journal
+            # cannot take never happens, see `_journal.py`): a failing observer is logged,
+            # and the agent still gets its answer.
+            try:
+                hook(world, result)
+            except Exception:
+                log.exception("after-call hook %r failed", hook)
+        await self.deliver_webhooks(world)
+        return out
+
+    async def deliver_webhooks(
+        self, world: World, *, within: float | timedelta | None = None
+    ) -> None:
+        """POST `world`'s webhook deliveries due now to `webhook_url` (nothing without one),
+        in a worker thread (the endpoint may be served by this very loop), one pass at a time
+        so no attempt is sent twice. With `within` (seconds or a timedelta), also move the clock that far,
+        each attempt sent at its own virtual time on the way (`faultbench.webhooks.deliver`);
+        the clock moves all the same if the pass fails. Every path that calls the world or moves
+        its clock ends here: an MCP tool call, a `--rest` request, the control API's
+        `POST /faultbench/clock`. A failing endpoint is a failed attempt in the log; anything
+        else is logged here and the caller still gets its answer."""
+        url = self.webhook_url
+        if url is None:
+            # before any import: a server out of file descriptors cannot open a module file,
+            # and its first tool call must not need to (tests/soak/test_journal_soak.py)
+            return
+        import anyio
+        import anyio.to_thread
+
+        from faultbench.webhooks import deliver
+
+        if self._delivering is None:
+            self._delivering = anyio.Lock()
+        async with self._delivering:
+            step = within if isinstance(within, timedelta) else timedelta(seconds=within or 0)
+            end = world.clock.now() + step
+            try:
+                await anyio.to_thread.run_sync(lambda: deliver(world, url, within=within))
+            except Exception:
+                log.exception("webhook delivery to %s failed", url)
+            if world.clock.now() < end:  # a pass that failed half-way still moves the clock
+                world.clock.set(end)
+
+
+def _call_line(result: CallResult) -> str:
+    outcome = "ok" if result.ok else (result.error_kind or "error")
+    fault = f" [{result.fault}]" if result.fault else ""
+    return f"{result.call_id} {result.tool} -> {outcome}{fault} ({result.latency_s:g}s virtual)"
