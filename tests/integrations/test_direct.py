@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 
 import faultbench
-from faultbench.integrations import ToolCall
+from faultbench.integrations import Reply, ToolCall
 from faultbench.kernel import encode_events
 from faultbench.serve import WorldCalls, build_server
 
+from ..test_webhooks import WORLD as HOOKS_WORLD
+from ..test_webhooks import receiver  # noqa: F401 (a fixture)
 from .conftest import FRAMEWORKS, SHOP
 from .test_transports import AUTH_DESK, solve_ticket
 
@@ -230,9 +232,71 @@ async def test_a_principal_acts_the_same_with_or_without_a_server(framework):
         logs.append(encode_events(world.events))
     assert logs[0] == logs[1] == logs[2]
     world = faultbench.load_world(AUTH_DESK, faults=False)
-    bare = await fw.run_agent(fw.scripted_model(solve_ticket), "go", mcp=world)
+    with pytest.warns(UserWarning, match=r"auth: block, and a bare World calls as nobody") as w:
+        bare = await fw.run_agent(fw.scripted_model(solve_ticket), "go", mcp=world)
+    assert w[0].filename == __file__  # the warning points at the caller's line
     assert "401 Unauthorized" in bare.output
     assert world.tickets.get("T-1").status == "open"
+
+
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f in PATHS])
+async def test_hooks_and_webhooks_run_on_every_path(framework, receiver):  # noqa: F811
+    """A `WorldCalls`' after-call hooks and webhook URL hold whether it is called directly or
+    through the `WorldServer` made for it (transport="mcp"), and as a `WorldServer`'s do."""
+    import importlib
+
+    from faultbench.kernel.lowlevel import load_spec
+
+    fw = importlib.import_module(f"faultbench.integrations.{framework}")
+
+    def refund(seen):
+        return ToolCall("issue_refund", {"amount": 5}) if len(seen) < 2 else Reply("done")
+
+    outcomes = []
+    for how, transport in (("calls", "direct"), ("calls", "mcp"), ("server", "direct")):
+        world = faultbench.World.from_spec(load_spec("<hooks>", text=HOOKS_WORLD))
+        make = WorldCalls if how == "calls" else build_server
+        where = make(world, webhook_url=receiver.url)
+        hooked: list[str] = []
+        where.after_call.append(lambda w, result, hooked=hooked: hooked.append(result.call_id))
+        run = await fw.run_agent(fw.scripted_model(refund), "go", mcp=where, transport=transport)
+        assert run.ok, (how, transport, run.error)
+        assert hooked == [c.call_id for c in run.trace], (how, transport)
+        attempts = [
+            (e.delivery, e.outcome) for e in world.events if type(e).__name__ == "WebhookAttempted"
+        ]
+        outcomes.append(attempts)
+    assert (
+        outcomes[0]
+        == outcomes[1]
+        == outcomes[2]
+        == [
+            ("dlv_1", "succeeded"),
+            ("dlv_2", "succeeded"),
+        ]
+    )
+    assert len(receiver.events()) == 6
+
+
+@pytest.mark.skipif("pydantic_ai" not in FRAMEWORKS, reason="Pydantic AI is not installed")
+async def test_a_toolset_gets_copies_of_the_world_schemas(shop):
+    """A toolset that edits its definitions in place (a `prepare` function may) changes the
+    copy it was given, as over an MCP session, and never the world's compiled tools."""
+    from faultbench.integrations.pydantic_ai import WorldToolset
+
+    before = repr(shop.tool("get_order").input_schema)
+    toolset = WorldToolset(shop)
+    for definition in (t.tool_def for t in (await toolset.get_tools(_Ctx())).values()):
+        definition.parameters_json_schema["properties"]["injected"] = {"type": "string"}
+        definition.parameters_json_schema["required"] = ["injected"]
+    assert repr(shop.tool("get_order").input_schema) == before
+    assert (
+        "injected" not in faultbench.load_world(SHOP).tool("get_order").input_schema["properties"]
+    )
+
+
+class _Ctx:
+    max_retries = 1
 
 
 @pytest.mark.skipif("pydantic_ai" not in FRAMEWORKS, reason="Pydantic AI is not installed")
@@ -265,3 +329,53 @@ def test_a_pydantic_ai_run_on_a_world_imports_no_mcp(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif("pydantic_ai" not in FRAMEWORKS, reason="Pydantic AI is not installed")
+def test_a_faultbench_test_handing_its_agent_the_world_imports_no_mcp(tmp_path):
+    """The same in a pytest process: the plugin, the `world` fixture and 3 runs of a Pydantic AI
+    agent on it import no MCP SDK, and taking `mcp_server` instead does (the check can fail)."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(SHOP, tmp_path / "shop.yaml")
+    shutil.copy(SHOP.parent.parent / "shop_rules.py", tmp_path / "shop_rules.py")
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    loaded = sorted({m.split('.')[0] for m in sys.modules} &\n"
+        "        {'mcp', 'mcp_types', 'fastmcp', 'starlette', 'hypercorn'})\n"
+        "    with open('loaded.txt', 'w') as f:\n"
+        "        f.write(' '.join(loaded))\n"
+    )
+    test = (
+        "import pytest\n"
+        "from faultbench.integrations import Reply, ToolCall\n"
+        "from faultbench.integrations.pydantic_ai import run_agent, scripted_model\n"
+        "def policy(seen):\n"
+        "    return Reply('done') if seen else ToolCall('get_order', {'id': '1'})\n"
+        "@pytest.mark.world('shop.yaml')\n"
+        "@pytest.mark.faults\n"
+        "@pytest.mark.runs(3)\n"
+        "@pytest.mark.min_pass_rate(0)\n"
+        "async def test_agent(world, FIXTURE):\n"
+        "    run = await run_agent(scripted_model(policy), 'go', mcp=FIXTURE)\n"
+        "    assert run.trace.count('get_order') == 1\n"
+    )
+    loaded = {}
+    for fixture in ("world", "mcp_server"):
+        (tmp_path / "test_agent.py").write_text(
+            test.replace(
+                "world, FIXTURE", "world" if fixture == "world" else "world, mcp_server"
+            ).replace("mcp=FIXTURE", f"mcp={fixture}")
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_agent.py"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "3 passed" in done.stdout
+        loaded[fixture] = (tmp_path / "loaded.txt").read_text()
+    assert loaded["world"] == ""
+    assert "mcp" in loaded["mcp_server"].split()

@@ -274,6 +274,28 @@ async def test_an_exception_inside_the_server_is_an_internal_error_result(shop, 
     assert not again.is_error
 
 
+async def test_a_failure_after_the_call_is_not_answered_as_a_call_that_did_not_run(
+    shop, mode, monkeypatch
+):
+    # "500 ... faultbench failed while running X" tells the agent X did not happen; once the
+    # call is in the log, a failure after it (here the webhook pass) must not say so. It is
+    # the SDK's own internal error, as for any handler that raises, and the server serves on.
+    async def broken(world, **kwargs):
+        raise RuntimeError("delivery thread gone")
+
+    server = build_server(shop)
+    async with mcp.Client(server, mode=mode) as c:
+        monkeypatch.setattr(server, "deliver_webhooks", broken)
+        with pytest.raises(Exception) as raised:  # the SDK's error: 1.x's or 2.x's class
+            await c.call_tool("update_order", {"id": "2", "status": "delivered"})
+        assert "faultbench failed while running" not in str(raised.value)
+        monkeypatch.undo()
+        again = await c.call_tool("get_order", {"id": "2"})
+    assert not again.is_error
+    assert shop.trace.summary() == "update_order → get_order"
+    assert shop.orders.get("2").status == "delivered"
+
+
 async def test_observer_failure_does_not_cost_the_agent_its_answer(shop, mode):
     server = build_server(shop)
 

@@ -16,6 +16,7 @@ import shlex
 import tempfile
 import urllib.request
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,17 +96,25 @@ class InProcess:
 
     def server(self) -> WorldServer:
         """The `WorldServer` of these calls, for a path that needs the SDK's server (an MCP
-        session, a served URL): the one given, else one made now on the same world, principal
-        and webhook URL, and kept (its after-call hooks are the given calls')."""
+        session, a served URL): the one given, else one made on the same world, principal,
+        token, webhook URL and after-call hooks, once per `WorldCalls` (so its runs share
+        one server, and one webhook delivery lock)."""
         from faultbench.serve import WorldServer, build_server
 
-        if not isinstance(self.calls, WorldServer):
-            calls = self.calls
+        calls = self.calls
+        if isinstance(calls, WorldServer):
+            return calls
+        server = _SERVERS.get(calls)
+        if server is None:
             server = build_server(calls.world, webhook_url=calls.webhook_url)
             server.principal, server.token = calls.principal, calls.token  # issued once
             server.after_call = calls.after_call
-            self.calls = server
-        return self.calls
+            _SERVERS[calls] = server
+        return server
+
+
+#: the `WorldServer` made for a `WorldCalls` (`InProcess.server`), alive as long as it is
+_SERVERS: weakref.WeakKeyDictionary[WorldCalls, WorldServer] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -150,6 +159,14 @@ def target(mcp: World | WorldCalls | str | Sequence[str]) -> Target:
     if isinstance(mcp, WorldCalls):  # a WorldServer too
         return InProcess(mcp)
     if isinstance(mcp, World):
+        if mcp.spec.auth is not None:
+            warnings.warn(
+                f"run_agent(mcp=world): the world {mcp.name!r} has an auth: block, and a bare "
+                "World calls as nobody, so every call that needs a token gets 401. Pass "
+                "WorldCalls(world, principal=NAME) (faultbench.serve), or in a faultbench "
+                "test the mcp_server fixture, which acts as @pytest.mark.principal's NAME.",
+                stacklevel=3,
+            )
         return InProcess(WorldCalls(mcp))
     if isinstance(mcp, str):
         if mcp.startswith(("http://", "https://")):

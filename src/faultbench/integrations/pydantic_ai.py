@@ -267,13 +267,15 @@ _ANNOTATION_FIELDS = dict.fromkeys(
 
 def _definition(wire: dict[str, Any]) -> ToolDefinition:
     """A tool (`tools/list`'s wire form) as `MCPToolset.get_tools` defines it from the SDK's
-    `Tool`, whose annotations it dumps with every field (`test_direct.py` compares both)."""
+    `Tool`, whose annotations it dumps with every field (`test_direct.py` compares both). The
+    schema is a copy, as a session's is: the wire form holds the world's own (compiled once
+    per world file), which a toolset that edits definitions in place must not reach."""
     given = wire.get("annotations")
     annotations = None if given is None else {**_ANNOTATION_FIELDS, **given}
     return ToolDefinition(
         name=wire["name"],
         description=wire.get("description"),
-        parameters_json_schema=wire["inputSchema"],
+        parameters_json_schema=from_json(msgspec_json.encode(wire["inputSchema"])),
         metadata={"meta": None, "annotations": annotations, "task": False},
     )
 

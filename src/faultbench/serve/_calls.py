@@ -232,7 +232,9 @@ class WorldCalls:
         without a session, JSON-RPC framing or model validation: the integrations' direct
         path (docs/INTEGRATIONS.md, "The direct in-process path"). `protocol_version` is the
         one a client would have negotiated (None: before 2026-07-28, where a list result is
-        wrapped in `result`). A `WorldServer` also sends the change notification of a
+        wrapped in `result`); the versions where it is not wrapped are the installed SDK's
+        (`modern_versions`), so a bare `WorldCalls`, which knows no SDK, always wraps it, as
+        the SDK's client at a handshake-era version sees it. A `WorldServer` also sends the change notification of a
         tool-surface fault and stamps its identity in `_meta` at a modern version, as its
         SDK's handler path does (`_direct_notice`, `_direct_stamp`)."""
         out = await self.answer(

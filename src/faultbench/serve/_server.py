@@ -204,32 +204,33 @@ class WorldServer(Server, WorldCalls):
     async def _on_call_tool(self, ctx: Any, params: Any) -> Any:
         name = params.name
         try:
-            try:
-                world = self._request_world(ctx)
-            except _NoSession:
-                return error_result(
-                    "This faultbench server gives each MCP session its own world (--isolate), "
-                    "and this request belongs to no session: connect with the initialize "
-                    "handshake (mcp.Client(url) does so by itself) and send its Mcp-Session-Id.",
-                    kind="no_session",
-                )
-            except SessionEnded:
-                return error_result(
-                    "This MCP session has ended (the client closed it, or it idled out), and "
-                    "with it the world this server gave it (--isolate). Open a new session "
-                    "to go on.",
-                    kind="no_session",
-                )
-            return await self.answer(
-                world,
-                name,
-                params.arguments,
-                request=ctx.request,
-                protocol_version=ctx.protocol_version,
-                tools_changed=lambda: _sdk.notify_tools_changed(self, ctx),
+            world = self._request_world(ctx)
+        except _NoSession:
+            return error_result(
+                "This faultbench server gives each MCP session its own world (--isolate), "
+                "and this request belongs to no session: connect with the initialize "
+                "handshake (mcp.Client(url) does so by itself) and send its Mcp-Session-Id.",
+                kind="no_session",
+            )
+        except SessionEnded:
+            return error_result(
+                "This MCP session has ended (the client closed it, or it idled out), and "
+                "with it the world this server gave it (--isolate). Open a new session "
+                "to go on.",
+                kind="no_session",
             )
         except Exception as exc:  # opening a session's world (its --events journal, say)
             return failure_result(name, exc)
+        # What fails once the call has happened (a hook, a delivery) is not answered as if
+        # it had not: `answer` guards the call itself and no more.
+        return await self.answer(
+            world,
+            name,
+            params.arguments,
+            request=ctx.request,
+            protocol_version=ctx.protocol_version,
+            tools_changed=lambda: _sdk.notify_tools_changed(self, ctx),
+        )
 
 
 class _NoSession(Exception):
