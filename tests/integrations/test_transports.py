@@ -21,12 +21,17 @@ def framework(name):
     return importlib.import_module(f"faultbench.integrations.{name}")
 
 
+@pytest.mark.parametrize("bare", [False, True], ids=["server", "world"])
 @pytest.mark.parametrize("name", FRAMEWORKS)
-async def test_in_process(name, shop):
+async def test_in_process(name, shop, bare):
+    # every framework takes a bare World too (LangGraph and smolagents through a WorldServer
+    # made for it: they need an MCP session or a URL)
     placed = shop.orders.pick(status="placed")
     fw = framework(name)
     run = await fw.run_agent(
-        fw.scripted_model(cancel_first_placed), "Cancel an order.", mcp=build_server(shop)
+        fw.scripted_model(cancel_first_placed),
+        "Cancel an order.",
+        mcp=shop if bare else build_server(shop),
     )
     assert run.ok, run.error
     assert run.output == f"cancelled order {placed.id}: cancelled"
