@@ -240,21 +240,22 @@ def shop_suites(d: Path, runs: int, *, on_world: bool = False) -> dict[str, list
     shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
     (d / "pytest.ini").write_text(INI)
     suites: dict[str, list[str]] = {}
+    # (suite, its file, framework, the test's fixtures, what run_agent gets as mcp=)
     variants = [
-        ("pydantic_ai", "pydantic_ai", "world, mcp_server", "mcp_server"),
-        ("openai_agents", "openai_agents", "world, mcp_server", "mcp_server"),
-    ]
+        ("pydantic_ai", "test_pydantic_ai.py", "pydantic_ai", "world, mcp_server", "mcp_server"),
+        ("openai_agents", "test_openai_agents.py", "openai_agents", "world, mcp_server", "mcp_server"),
+    ]  # fmt: skip
     if on_world:
-        variants.insert(1, ("pydantic_ai (mcp=world)", "pydantic_ai", "world", "world"))
-    for suite, framework, fixtures, target in variants:
+        variants.insert(
+            1, ("pydantic_ai (mcp=world)", "test_pydantic_ai_world.py", "pydantic_ai", "world", "world")
+        )  # fmt: skip
+    for suite, name, framework, fixtures, target in variants:
         if importlib.util.find_spec(framework.replace("openai_agents", "agents")) is None:
             continue
-        name = f"test_{suite.split(' ')[0]}{'_world' if target == 'world' else ''}.py"
-        (d / name).write_text(
-            AGENT_SUITE.format(
-                root=str(ROOT), framework=framework, runs=runs, fixtures=fixtures, target=target
-            )
+        text = AGENT_SUITE.format(
+            root=str(ROOT), framework=framework, runs=runs, fixtures=fixtures, target=target
         )
+        (d / name).write_text(text)
         suites[suite] = [
             sys.executable, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio",
         ]  # fmt: skip

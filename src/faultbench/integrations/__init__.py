@@ -2,8 +2,8 @@
 
 `faultbench.integrations.pydantic_ai` and `faultbench.integrations.openai_agents` each offer
 `run_agent(model, prompt, *, mcp, ...)`, where `mcp` is a `World` or a `WorldServer`
-(in-process, the fast path: no MCP session), a streamable HTTP URL (`faultbench serve WORLD --http`) or a stdio command
-(`["faultbench", "serve", "world.yaml"]`); a `ServedUrl` is a URL with the headers to send
+(in-process, the fast path: no MCP session), a streamable HTTP URL (`faultbench serve WORLD
+--http`) or a stdio command (`["faultbench", "serve", "world.yaml"]`); a `ServedUrl` is a URL with the headers to send
 (a bearer token for a world with `auth:`). Both return an `AgentRun`: the framework's result,
 or the failure that ended the run, together with the world's trace.
 

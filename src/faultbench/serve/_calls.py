@@ -4,8 +4,9 @@
 (the world's call, the principal's token, the error texts, the after-call hooks, the webhook
 deliveries due after it), rendered as MCP's `tools/call` would answer it. `WorldServer`
 (`_server.py`) is a `WorldCalls` that is also the SDK's `mcp.server.Server`; the integrations'
-direct path takes either, so an agent run on a bare `World` never imports mcp (~0.7 s a
-process, docs/BENCHMARKS.md).
+direct path takes either, so a Pydantic AI run on a bare `World` never imports mcp (about
+1 s of each process's start-up on this project's CI machine: docs/BENCHMARKS.md, "Sixth
+round").
 
 This module imports neither mcp nor anyio at import time (the import-linter contract
 "WorldCalls needs no MCP SDK" in pyproject.toml).
@@ -153,8 +154,8 @@ class WorldCalls:
     who the calls act as; a token is issued for it now (`token`). `webhook_url` (a world with
     `webhooks:`): the loopback endpoint the deliveries due after each call are POSTed to.
 
-    No MCP: `run_agent(..., mcp=world)` of the Pydantic AI and Agents SDK integrations calls
-    one of these. `WorldServer` is one too, and the SDK's `Server` besides.
+    No MCP: `run_agent(..., mcp=world)` of the Pydantic AI integration calls one of these
+    directly. `WorldServer` is one too, and the SDK's `Server` besides.
     """
 
     #: the protocol versions at which a result's `structuredContent` may be any JSON value
@@ -264,8 +265,9 @@ class WorldCalls:
         tools_changed: Callable[[], Awaitable[None]] | None = None,
     ) -> dict[str, Any]:
         """A call of tool `name` on `world` (the shared one or a session's fork), answered in
-        wire form whatever happens: a handler's bug or a journal that cannot write is an error
-        result the agent reads, never an exception. `request`: the HTTP request, for its
+        wire form: a handler's bug or a journal that cannot write is an error result the agent
+        reads, not an exception. What follows the call (a failing hook or notification is
+        logged) is not answered as a call that did not run. `request`: the HTTP request, for its
         bearer token; `tools_changed`: how to tell clients that a tool-surface fault changed
         the tool list (an MCP notification; nothing without one)."""
         try:

@@ -33,37 +33,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faultbench.kernel import World
 
 from . import _sdk
-from ._calls import (
-    AfterCall,
-    WebhookUrlError,
-    WorldCalls,
-    error_result,
-    failure_result,
-    render_result,
-    tool_wire,
-)
+from ._calls import WorldCalls, error_result, failure_result, tool_wire
 from ._sdk import MODERN_PROTOCOL_VERSIONS, Server
 
-__all__ = [
-    "AfterCall",
-    "WebhookUrlError",
-    "WorldServer",
-    "build_server",
-    "error_result",
-    "mcp_tool",
-    "render_result",
-]
+if TYPE_CHECKING:
+    from faultbench.kernel import Tool
+
+__all__ = ["WorldServer", "build_server", "mcp_tool"]
 
 #: MCP session id header (lower case: ASGI header names are lower case).
 SESSION_HEADER = "mcp-session-id"
 
 
-def mcp_tool(tool: Any) -> Any:
+def mcp_tool(tool: Tool) -> Any:
     """One kernel tool as the installed SDK's `Tool` model."""
     return _sdk.tool_model(tool_wire(tool))
 
