@@ -50,7 +50,7 @@ bytecode writing on and `PYTHONPYCACHEPREFIX` in a temporary directory, after on
 warm-up of each command ("warm"); `--cold` keeps the environment as it is.
 
     uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
-        [--plugin 1000] [--gc 1000] [--cold] [--src OTHER_CHECKOUT/src]
+        [--plugin 1000] [--gc 1000] [--cold] [--src OTHER_CHECKOUT/src] [--team]
 
 `--gc N` (issue 24) runs the same shop suites of N runs, in one process and with `-n 2`,
 alternating `--faultbench-gc=tuned` (the default: `docs/TESTING.md`, "The garbage collector
@@ -63,6 +63,14 @@ is xdist waiting for the workers to exit; and of the process's exit, from the co
 `atexit` handler (registered when the conftest is imported, so the handlers registered
 earlier, such as logging's, run after it and are counted) to the end of the process as this
 script sees it.
+
+`--team` (with `--agents`) runs every shop suite in two environments, alternated in each round:
+this one (the project's development environment) and a venv built for the measurement that
+holds only what a team's project testing with faultbench holds: faultbench built from this
+checkout, its `pydantic-ai` and `openai-agents` extras, pytest and pytest-xdist, at uv.lock's
+versions. The development environment's pytest plugins (hypothesis, schemathesis,
+pytest-trio, pytest-asyncio...) load in every pytest process and every xdist worker; the
+team's do not. Needs uv.
 
 `--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
 process; this script and the examples stay this checkout's): run it once per checkout,
@@ -105,7 +113,8 @@ async def test_refund(world, mcp_server):
 INI = """[pytest]
 asyncio_default_fixture_loop_scope = function
 addopts = -p no:cacheprovider
-"""
+filterwarnings = ignore:Unknown config option. asyncio_default_fixture_loop_scope
+"""  # the option is pytest-asyncio's, which `--team`'s environment does not have
 
 
 AGENT_SUITE = """
@@ -232,10 +241,13 @@ def plugin_cost(runs: int, rounds: int) -> None:
     print(f"  plugin per run: {(ours - plain) / runs * 1e3:.2f} ms (target < 1 ms)")
 
 
-def shop_suites(d: Path, runs: int, *, on_world: bool = False) -> dict[str, list[str]]:
+def shop_suites(
+    d: Path, runs: int, *, on_world: bool = False, python: str = sys.executable
+) -> dict[str, list[str]]:
     """Write the shop suite of `runs` runs into `d` for each installed framework; return
-    each framework's pytest command (one process, early stop off). `on_world`: also the
-    Pydantic AI suite with `mcp=world` (no `mcp_server` fixture, so no MCP SDK imported)."""
+    each framework's pytest command (one process, early stop off) run by `python`.
+    `on_world`: also the Pydantic AI suite with `mcp=world` (no `mcp_server` fixture, so no
+    MCP SDK imported)."""
     shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
     shutil.copy(ROOT / "examples/shop/shop_rules.py", d / "shop_rules.py")
     (d / "pytest.ini").write_text(INI)
@@ -257,20 +269,24 @@ def shop_suites(d: Path, runs: int, *, on_world: bool = False) -> dict[str, list
         )
         (d / name).write_text(text)
         suites[suite] = [
-            sys.executable, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio",
+            python, "-m", "pytest", "-q", name, "--faultbench-no-early-stop", "-p", "no:trio",
         ]  # fmt: skip
     return suites
 
 
-def agent_suites(runs: int, rounds: int) -> None:
-    """The shop suites of `--agents`: median pytest time and CPU per framework and -n."""
+def agent_suites(runs: int, rounds: int, pythons: dict[str, str]) -> None:
+    """The shop suites of `--agents`: median pytest time and CPU per framework and -n, in
+    each environment of `pythons` (label -> interpreter; the label "" for this one alone)."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         commands: dict[str, list[str]] = {}
-        frameworks = shop_suites(d, runs, on_world=True)
-        for framework, base in frameworks.items():
-            commands[f"{framework}, 1 process"] = base
-            commands[f"{framework}, -n 2"] = [*base, "-n", "2"]
+        frameworks: list[str] = []
+        for env, python in pythons.items():
+            for suite, base in shop_suites(d, runs, on_world=True, python=python).items():
+                framework = f"{suite} [{env}]" if env else suite
+                frameworks.append(framework)
+                commands[f"{framework}, 1 process"] = base
+                commands[f"{framework}, -n 2"] = [*base, "-n", "2"]
         seen: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         outcome: dict[str, str] = {}
         for args in commands.values():  # warm-up (bytecode caches), not counted
@@ -286,7 +302,7 @@ def agent_suites(runs: int, rounds: int) -> None:
         pytest_time = statistics.median(t for t, _ in got)
         cpu = statistics.median(c for _, c in got)
         print(
-            f"  {name:28} pytest time {pytest_time:7.2f} s   process CPU {cpu:7.2f} s"
+            f"  {name:36} pytest time {pytest_time:7.2f} s   process CPU {cpu:7.2f} s"
             f"   ({outcome[name]})"
         )
     for framework in frameworks:
@@ -377,6 +393,36 @@ def gc_compare(runs: int, rounds: int) -> None:
         )
 
 
+def team_python(where: Path) -> str:
+    """A venv in `where` holding what a team's project that tests with faultbench holds:
+    faultbench built from this checkout, its `pydantic-ai` and `openai-agents` extras,
+    pytest and pytest-xdist, every version as uv.lock has it; none of this project's
+    development tools, whose pytest plugins (hypothesis, schemathesis, pytest-trio,
+    pytest-asyncio...) load in every pytest process of its own environment. Needs uv."""
+    import tomllib
+
+    uv = shutil.which("uv")
+    if uv is None:
+        raise SystemExit("--team needs uv on PATH (python -m pip install uv)")
+    venv = where / "team"
+    python = str(venv / "bin" / "python")
+    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)], check=True)
+    requirements = subprocess.run(
+        [uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes",
+         "--extra", "pydantic-ai", "--extra", "openai-agents"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    (where / "requirements.txt").write_text(requirements)
+    locked = {
+        p["name"]: p["version"] for p in tomllib.loads((ROOT / "uv.lock").read_text())["package"]
+    }
+    runner = [f"{name}=={locked[name]}" for name in ("pytest", "pytest-xdist", "execnet")]
+    install = [uv, "pip", "install", "-q", "--python", python]
+    subprocess.run([*install, "-r", str(where / "requirements.txt"), *runner], check=True)
+    subprocess.run([*install, "--no-deps", str(ROOT)], check=True)
+    return python
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -386,7 +432,15 @@ def main() -> None:
     parser.add_argument("--gc", type=int, metavar="N", default=None)
     parser.add_argument("--cold", action="store_true", help="keep PYTHONDONTWRITEBYTECODE")
     parser.add_argument("--src", type=Path, default=None, help="another checkout's src/")
+    parser.add_argument(
+        "--team",
+        action="store_true",
+        help="--agents also in a venv holding only faultbench, its framework extras, pytest "
+        "and pytest-xdist (uv.lock's versions), alternated with this environment",
+    )
     opts = parser.parse_args()
+    if opts.team and opts.src is not None:
+        parser.error("--team measures this checkout (built into the venv): drop --src")
     if opts.src is not None:
         ENV["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(opts.src.resolve()), ENV.get("PYTHONPATH", "")) if p
@@ -412,7 +466,17 @@ def main() -> None:
         if opts.only_agents:
             return
     if opts.agents is not None:
-        agent_suites(opts.agents, opts.rounds)
+        pythons = {"": sys.executable}
+        if opts.team:
+            team_dir = tempfile.TemporaryDirectory()
+            pythons = {"dev env": sys.executable, "team env": team_python(Path(team_dir.name))}
+            plugins = subprocess.run(
+                [pythons["team env"], "-c", "import importlib.metadata as m; "
+                 "print(sorted(e.name for e in m.entry_points(group='pytest11')))"],
+                capture_output=True, text=True, check=True,
+            ).stdout.strip()  # fmt: skip
+            print("team env: pytest plugins", plugins)
+        agent_suites(opts.agents, opts.rounds, pythons)
         if opts.only_agents:
             return
 

@@ -14,6 +14,7 @@ is imported inside the fixtures that serve a world (DESIGN.md, "Architecture").
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator
@@ -125,16 +126,20 @@ def pytest_configure(config: pytest.Config) -> None:
         ),
         "faultbench-concurrency",
     )
-    config.pluginmanager.register(
-        RunLoopGC(config, lambda item: RUN_KEY in item.stash), "faultbench-gc"
-    )
+    collector = RunLoopGC(config, lambda item: RUN_KEY in item.stash)
+    config.pluginmanager.register(collector, "faultbench-gc")
+    # Added now, so it runs after pytest's own cleanups (last in, first out) and after
+    # every pytest_unconfigure: their full collections skip the frozen heap (_gc.py).
+    config.add_cleanup(functools.partial(_release_collector, config, collector))
+
+
+def _release_collector(config: pytest.Config, collector: RunLoopGC) -> None:
+    collector.restore()  # also for a session that ended before its sessionfinish
+    if config.pluginmanager.is_registered(collector):
+        config.pluginmanager.unregister(collector)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    collector = config.pluginmanager.get_plugin("faultbench-gc")
-    if collector is not None:
-        collector.restore()  # a session that ended before its sessionfinish
-        config.pluginmanager.unregister(collector)
     concurrency = config.pluginmanager.get_plugin("faultbench-concurrency")
     if concurrency is not None:
         config.pluginmanager.unregister(concurrency)
