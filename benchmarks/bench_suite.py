@@ -245,7 +245,8 @@ def shop_suites(
     d: Path, runs: int, *, on_world: bool = False, python: str = sys.executable
 ) -> dict[str, list[str]]:
     """Write the shop suite of `runs` runs into `d` for each installed framework; return
-    each framework's pytest command (one process, early stop off) run by `python`.
+    each framework's pytest command (one process, early stop off) run by `python` (the
+    frameworks installed in this interpreter's environment: `--team`'s venv has both).
     `on_world`: also the Pydantic AI suite with `mcp=world` (no `mcp_server` fixture, so no
     MCP SDK imported)."""
     shutil.copy(ROOT / "examples/shop/worlds/shop.yaml", d / "shop.yaml")
@@ -302,7 +303,7 @@ def agent_suites(runs: int, rounds: int, pythons: dict[str, str]) -> None:
         pytest_time = statistics.median(t for t, _ in got)
         cpu = statistics.median(c for _, c in got)
         print(
-            f"  {name:36} pytest time {pytest_time:7.2f} s   process CPU {cpu:7.2f} s"
+            f"  {name:46} pytest time {pytest_time:7.2f} s   process CPU {cpu:7.2f} s"
             f"   ({outcome[name]})"
         )
     for framework in frameworks:
@@ -441,6 +442,10 @@ def main() -> None:
     opts = parser.parse_args()
     if opts.team and opts.src is not None:
         parser.error("--team measures this checkout (built into the venv): drop --src")
+    if opts.team and opts.agents is None:
+        parser.error("--team measures the shop suites: add --agents N")
+    if opts.team and ENV.pop("PYTHONPATH", None) is not None:
+        print("PYTHONPATH unset for the measured processes: the venv runs its own faultbench")
     if opts.src is not None:
         ENV["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(opts.src.resolve()), ENV.get("PYTHONPATH", "")) if p

@@ -128,8 +128,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     collector = RunLoopGC(config, lambda item: RUN_KEY in item.stash)
     config.pluginmanager.register(collector, "faultbench-gc")
-    # Added now, so it runs after pytest's own cleanups (last in, first out) and after
-    # every pytest_unconfigure: their full collections skip the frozen heap (_gc.py).
+    # Added in our pytest_configure, which pytest calls before its built-in plugins', so it
+    # runs after the cleanups they add (last in, first out) and after every
+    # pytest_unconfigure: with fast-exit, pytest's full collections at the end skip the
+    # frozen heap (_gc.py).
     config.add_cleanup(functools.partial(_release_collector, config, collector))
 
 

@@ -10,30 +10,34 @@ shop suite they were 1.1 s of ~13 s under Pydantic AI and 2.1 s under the Agents
 So for a session that has runs, from the end of collection to the session's end:
 
 - the objects alive when collection ends move to the permanent generation (`gc.freeze()`):
-  the collector no longer walks them. One of them that becomes garbage later is freed when
-  the session ends, not before.
+  the collector no longer walks them. One of them that becomes garbage in a reference cycle
+  during the session is freed by the first full collection after the session.
 - the youngest generation's threshold rises from CPython's 700 allocations to 5,000, so the
   many short-lived objects of an agent run die by reference counting before a collection
   sees them, and fewer reach the older generations.
 
-Both are undone when the session ends: the thresholds in `pytest_sessionfinish`, and
-`gc.unfreeze()` (unless something else had frozen objects before: it cannot be undone in
-part, so a pytest session inside another, as pytester runs them, leaves the outer session's
-frozen objects frozen) in a cleanup of the config that the plugin adds in its
-`pytest_configure`, so that it runs after every `pytest_unconfigure` and after pytest's own
-cleanups (last in, first out). pytest runs a full collection as it unconfigures
-(unraisableexception, 8.4+), for the unraisable exceptions of the session's objects: the
-objects frozen at the end of collection are not the session's, and walking them cost
-~0.1 s at the end of every process (0.27-0.32 s from `pytest_sessionfinish` to the exit
-handlers of the 300-run shop suite, 0.16-0.18 s with the heap still frozen), which under
-xdist is inside pytest's time.
+Both are undone in `pytest_sessionfinish`: the thresholds as they were, and `gc.unfreeze()`
+unless something else had frozen objects before (it cannot be undone in part; a pytest
+session inside another, as pytester runs them, leaves the outer session's frozen objects
+frozen). So pytest's own full collections at the end (from pytest 8.4, for the unraisable
+exceptions of `__del__` methods: in a cleanup of the config, and in recent versions in
+`pytest_unconfigure` too) see the whole heap, and an object frozen at collection's end (a
+test module's global, say) whose `__del__` raises once a test drops it is reported as a
+`PytestUnraisableExceptionWarning`, as without the plugin.
 
-`--faultbench-gc=fast-exit` does the same, and when the interpreter exits an `atexit`
-handler freezes what is alive then, so that CPython's final collections (it runs several
-while it tears modules down) skip that heap too: exiting the 1,000-run shop suite's process
-under Pydantic AI took 0.77 s after the conftest's `atexit` handler, 0.04 s with the heap
-frozen (`benchmarks/bench_suite.py --gc`). Under xdist the controller waits for every worker
-to exit inside pytest's own time (`teardown_nodes`); the controller freezes its own heap at
+`--faultbench-gc=fast-exit` does the same, except that the heap stays frozen until a cleanup
+of the config that the plugin adds in its `pytest_configure`. pytest calls an installed
+plugin's `pytest_configure` before its built-in plugins' (unraisableexception's among them),
+so that cleanup runs after the cleanups they add, and after every `pytest_unconfigure`:
+pytest's own full collections at the end skip the heap: from `pytest_sessionfinish` to the
+process's end, the 300-run shop suite under Pydantic AI took 0.34-0.39 s with the heap
+unfrozen there and 0.13-0.18 s with it frozen (inside pytest's time for an xdist worker);
+an object frozen at collection's end whose `__del__` raises is then not reported by pytest. And when the interpreter exits,
+an `atexit` handler freezes what is alive then, so that CPython's final collections (it runs
+several while it tears modules down) skip that heap too: exiting the 1,000-run shop suite's
+process under Pydantic AI took 0.77 s after the conftest's `atexit` handler, 0.04 s with the
+heap frozen (`benchmarks/bench_suite.py --gc`). Under xdist the controller waits for every
+worker to exit inside pytest's own time (`teardown_nodes`); the controller freezes its own heap at
 exit too, once a run's report has reached it. It is a choice, not the default, because of
 what it gives up: an object alive at exit that only a reference cycle or a class keeps
 (`class Log: out = open(...)`) is never finalized, where CPython's final collections would
@@ -104,6 +108,7 @@ class RunLoopGC:
         choice = config.getoption("faultbench_gc", "tuned")
         self._on = choice in ("tuned", "fast-exit")
         self._exit_pending = choice == "fast-exit"  # until `freeze_at_exit` is registered
+        self._fast_exit = choice == "fast-exit"
         self._is_run = is_run
         self._saved: tuple[int, ...] | None = None
         self._was_frozen = False
@@ -134,9 +139,9 @@ class RunLoopGC:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        # The thresholds now; the heap stays frozen until the config's cleanup, so that
-        # pytest's own full collections as it unconfigures skip it (module docstring).
-        self.restore(thaw=False)
+        # fast-exit: the heap stays frozen until the config's cleanup, so that pytest's own
+        # full collections at the end skip it (module docstring)
+        self.restore(thaw=not self._fast_exit)
 
     def restore(self, *, thaw: bool = True) -> None:
         """CPython's thresholds as they were; with `thaw`, the heap unfrozen too."""
