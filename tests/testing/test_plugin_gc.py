@@ -38,7 +38,7 @@ def pytest_collection_finish(session):
 def _full_collection(phase, info):
     if phase == "start" and info["generation"] == 2 and "ended" in SEEN:
         stack = traceback.extract_stack()
-        if any(f.filename.endswith(("_pytest/unraisableexception.py",)) for f in stack):
+        if any(f.filename.endswith("_pytest/unraisableexception.py") for f in stack):
             PYTEST_S.append(gc.get_freeze_count() > 0)
 
 gc.callbacks.append(_full_collection)

@@ -29,17 +29,17 @@ test module's global, say) whose `__del__` raises once a test drops it is report
 of the config that the plugin adds in its `pytest_configure`. pytest calls an installed
 plugin's `pytest_configure` before its built-in plugins' (unraisableexception's among them),
 so that cleanup runs after the cleanups they add, and after every `pytest_unconfigure`:
-pytest's own full collections at the end skip the heap: from `pytest_sessionfinish` to the
+pytest's own full collections at the end skip the heap. From `pytest_sessionfinish` to the
 process's end, the 300-run shop suite under Pydantic AI took 0.34-0.39 s with the heap
-unfrozen there and 0.13-0.18 s with it frozen (inside pytest's time for an xdist worker);
-an object frozen at collection's end whose `__del__` raises is then not reported by pytest. And when the interpreter exits,
-an `atexit` handler freezes what is alive then, so that CPython's final collections (it runs
-several while it tears modules down) skip that heap too: exiting the 1,000-run shop suite's
-process under Pydantic AI took 0.77 s after the conftest's `atexit` handler, 0.04 s with the
-heap frozen (`benchmarks/bench_suite.py --gc`). Under xdist the controller waits for every
-worker to exit inside pytest's own time (`teardown_nodes`); the controller freezes its own heap at
-exit too, once a run's report has reached it. It is a choice, not the default, because of
-what it gives up: an object alive at exit that only a reference cycle or a class keeps
+unfrozen there and 0.13-0.18 s with it frozen (inside pytest's time for an xdist worker); an
+object frozen at collection's end whose `__del__` raises is then not reported by pytest.
+And when the interpreter exits, an `atexit` handler freezes what is alive then, so that
+CPython's final collections (it runs several while it tears modules down) skip that heap
+too: exiting the 1,000-run shop suite's process under Pydantic AI took 0.77 s after the
+conftest's `atexit` handler, 0.04 s with the heap frozen (`benchmarks/bench_suite.py --gc`).
+Under xdist the controller waits for every worker to exit inside pytest's own time
+(`teardown_nodes`); the controller freezes its own heap at exit too, once a run's report has
+reached it. It is a choice, not the default, because of what it gives up: an object alive at exit that only a reference cycle or a class keeps
 (`class Log: out = open(...)`) is never finalized, where CPython's final collections would
 have collected most of them. Before it freezes, the handler flushes every open file object
 that `open()` makes (buffered and text writers), so their buffered output is written as it
@@ -107,8 +107,8 @@ class RunLoopGC:
     def __init__(self, config: pytest.Config, is_run: Callable[[pytest.Item], bool]):
         choice = config.getoption("faultbench_gc", "tuned")
         self._on = choice in ("tuned", "fast-exit")
-        self._exit_pending = choice == "fast-exit"  # until `freeze_at_exit` is registered
         self._fast_exit = choice == "fast-exit"
+        self._exit_pending = self._fast_exit  # until `freeze_at_exit` is registered
         self._is_run = is_run
         self._saved: tuple[int, ...] | None = None
         self._was_frozen = False
