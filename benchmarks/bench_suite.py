@@ -50,7 +50,7 @@ bytecode writing on and `PYTHONPYCACHEPREFIX` in a temporary directory, after on
 warm-up of each command ("warm"); `--cold` keeps the environment as it is.
 
     uv run python benchmarks/bench_suite.py [--rounds 5] [--agents 1000 [--only-agents]]
-        [--plugin 1000] [--gc 1000] [--cold] [--src OTHER_CHECKOUT/src] [--team]
+        [--plugin 1000] [--gc 1000] [--cold] [--src OTHER_CHECKOUT/src] [--team] [--halves]
 
 `--gc N` (issue 24) runs the same shop suites of N runs, in one process and with `-n 2`,
 alternating `--faultbench-gc=tuned` (the default: `docs/TESTING.md`, "The garbage collector
@@ -71,6 +71,14 @@ checkout, its `pydantic-ai` and `openai-agents` extras, pytest and pytest-xdist,
 versions. The development environment's pytest plugins (hypothesis, schemathesis,
 pytest-trio, pytest-asyncio...) load in every pytest process and every xdist worker; the
 team's do not. Needs uv.
+
+`--halves` (with `--agents`) adds a row per suite: two processes started at once, each running
+one half of the runs (its node IDs in a pytest argument file, `@file`), with nothing between
+them. Each pays its own start-up, as an xdist worker does, and neither waits on a controller,
+so the two halves' speed-up over one process is the most `-n 2` could reach on this machine
+with this suite: the ceiling its 1.7x target is measured against. These rows compare wall
+times of whole commands (from start to exit), as pytest's own times do not cover the same
+span in the three shapes (`-n 2` counts its workers' start, one process not its exit).
 
 `--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
 process; this script and the examples stay this checkout's): run it once per checkout,
@@ -275,41 +283,95 @@ def shop_suites(
     return suites
 
 
-def agent_suites(runs: int, rounds: int, pythons: dict[str, str]) -> None:
+def agent_suites(runs: int, rounds: int, pythons: dict[str, str], *, halves: bool = False) -> None:
     """The shop suites of `--agents`: median pytest time and CPU per framework and -n, in
-    each environment of `pythons` (label -> interpreter; the label "" for this one alone)."""
+    each environment of `pythons` (label -> interpreter; the label "" for this one alone).
+    `halves`: also each suite as two processes at once, each running one half of the runs
+    (the module docstring: the machine's ceiling for `-n 2`)."""
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        commands: dict[str, list[str]] = {}
+        commands: dict[str, list[list[str]]] = {}
         frameworks: list[str] = []
         for env, python in pythons.items():
             for suite, base in shop_suites(d, runs, on_world=True, python=python).items():
                 framework = f"{suite} [{env}]" if env else suite
                 frameworks.append(framework)
-                commands[f"{framework}, 1 process"] = base
-                commands[f"{framework}, -n 2"] = [*base, "-n", "2"]
-        seen: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+                commands[f"{framework}, 1 process"] = [base]
+                commands[f"{framework}, -n 2"] = [[*base, "-n", "2"]]
+                if halves:
+                    commands[f"{framework}, two halves at once"] = half_commands(d, base, runs)
+        seen: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
         outcome: dict[str, str] = {}
-        for args in commands.values():  # warm-up (bytecode caches), not counted
-            cpu_timed([*args[:-2], "--co"] if args[-2] == "-n" else [*args, "--co"], d)
+        for name, group in commands.items():  # warm-up (bytecode caches), not counted
+            if "-n 2" not in name:
+                cpu_timed([*group[0], "--co"], d)
         for r in range(rounds):
             print(f"round {r + 1}: load average {os.getloadavg()[0]:.1f}", flush=True)
-            for name, args in commands.items():
-                _wall, cpu, out = cpu_timed(args, d)
-                seconds, outcome[name] = pytest_seconds(out)
-                seen[name].append((seconds, cpu))
+            for name, group in commands.items():
+                wall, cpu, outs = timed_together(group, d)
+                parts = [pytest_seconds(out) for out in outs]
+                outcome[name] = " + ".join(what for _, what in parts)
+                seen[name].append((max(seconds for seconds, _ in parts), cpu, wall))
     print(f"{runs} runs per suite, median of {rounds} rounds (faults on, early stop off)")
     for name, got in seen.items():
-        pytest_time = statistics.median(t for t, _ in got)
-        cpu = statistics.median(c for _, c in got)
+        pytest_time = statistics.median(t for t, _, _ in got)
+        cpu = statistics.median(c for _, c, _ in got)
+        wall = statistics.median(w for _, _, w in got)
         print(
             f"  {name:46} pytest time {pytest_time:7.2f} s   process CPU {cpu:7.2f} s"
-            f"   ({outcome[name]})"
+            f"   wall {wall:7.2f} s   ({outcome[name]})"
         )
+
+    def median(row: str, at: int) -> float:  # at: 0 pytest time, 2 wall
+        return statistics.median(got[at] for got in seen[row])
+
     for framework in frameworks:
-        one = statistics.median(t for t, _ in seen[f"{framework}, 1 process"])
-        two = statistics.median(t for t, _ in seen[f"{framework}, -n 2"])
+        one, two = median(f"{framework}, 1 process", 0), median(f"{framework}, -n 2", 0)
         print(f"  {framework}: -n 2 speed-up {one / two:.2f}x (target >= 1.7x)")
+        if halves:
+            one = median(f"{framework}, 1 process", 2)
+            ceiling = one / median(f"{framework}, two halves at once", 2)
+            xdist = one / median(f"{framework}, -n 2", 2)
+            print(
+                f"    whole commands' wall: two halves at once {ceiling:.2f}x, -n 2 {xdist:.2f}x"
+                f" ({xdist / ceiling:.0%} of the halves')"
+            )
+
+
+def half_commands(d: Path, base: list[str], runs: int) -> list[list[str]]:
+    """Two commands, each running one half of the runs of `base`'s test (its node IDs in an
+    argument file, which pytest reads from `@file`): together, the whole suite."""
+    test = base[base.index("-q") + 1]
+    group = []
+    for k, indices in enumerate((range(runs // 2), range(runs // 2, runs))):
+        ids = d / f"{Path(test).stem}.half{k}"
+        ids.write_text("".join(f"{test}::test_careful[run{i}]\n" for i in indices))
+        group.append([arg if arg != test else f"@{ids.name}" for arg in base])
+    return group
+
+
+def timed_together(group: list[list[str]], cwd: Path) -> tuple[float, float, list[str]]:
+    """Run the commands of `group` at once: the wall time until the last one ends, their
+    CPU time (user + system, children included) and each one's stdout."""
+    before = os.times()
+    start = time.perf_counter()
+    pipe = subprocess.PIPE
+    procs = [
+        subprocess.Popen(args, cwd=cwd, stdout=pipe, stderr=pipe, text=True, env=ENV)
+        for args in group
+    ]
+    outs = []
+    for args, proc in zip(group, procs, strict=True):
+        out, err = proc.communicate()
+        if proc.returncode not in (0, 1):  # 1: the gate may fail
+            raise SystemExit(f"{' '.join(args)} failed:\n{out}\n{err}")
+        outs.append(out)
+    wall = time.perf_counter() - start
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return wall, cpu, outs
 
 
 GC_CONFTEST = """
@@ -439,11 +501,19 @@ def main() -> None:
         help="--agents also in a venv holding only faultbench, its framework extras, pytest "
         "and pytest-xdist (uv.lock's versions), alternated with this environment",
     )
+    parser.add_argument(
+        "--halves",
+        action="store_true",
+        help="--agents also as two processes at once, each running half the runs: the "
+        "machine's ceiling for -n 2",
+    )
     opts = parser.parse_args()
     if opts.team and opts.src is not None:
         parser.error("--team measures this checkout (built into the venv): drop --src")
     if opts.team and opts.agents is None:
         parser.error("--team measures the shop suites: add --agents N")
+    if opts.halves and opts.agents is None:
+        parser.error("--halves measures the shop suites: add --agents N")
     if opts.team and ENV.pop("PYTHONPATH", None) is not None:
         print("PYTHONPATH unset for the measured processes: the venv runs its own faultbench")
     if opts.src is not None:
@@ -481,7 +551,7 @@ def main() -> None:
                 capture_output=True, text=True, check=True,
             ).stdout.strip()  # fmt: skip
             print("team env: pytest plugins", plugins)
-        agent_suites(opts.agents, opts.rounds, pythons)
+        agent_suites(opts.agents, opts.rounds, pythons, halves=opts.halves)
         if opts.only_agents:
             return
 
