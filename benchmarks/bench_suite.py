@@ -32,8 +32,9 @@ stop off, each without xdist and with `-n 2`; and the Pydantic AI suite again wi
 `run_agent(..., mcp=world)` and no `mcp_server` fixture, the same direct path without a
 server, whose process never imports the MCP SDK. Per suite: the **median** over rounds of the
 pytest time, and of the process's CPU time (user + system, children included); the ratio of
-the medians without and with `-n 2` is the xdist speed-up. The load average is printed
-before every round: on a loaded machine, read the CPU times and the ratios, not the wall.
+the medians without and with `-n 2` is the xdist speed-up; each row also prints the median
+wall time of its whole command. The load average is printed before every round: on a loaded
+machine, read the CPU times and the ratios, not the seconds.
 Targets (issue 24): 1,000 runs under 10 s of pytest time on 2 cores, 20 runs under 0.3 s,
 `-n 2` at least 1.7x.
 
@@ -74,11 +75,14 @@ team's do not. Needs uv.
 
 `--halves` (with `--agents`) adds a row per suite: two processes started at once, each running
 one half of the runs (its node IDs in a pytest argument file, `@file`), with nothing between
-them. Each pays its own start-up, as an xdist worker does, and neither waits on a controller,
-so the two halves' speed-up over one process is the most `-n 2` could reach on this machine
-with this suite: the ceiling its 1.7x target is measured against. These rows compare wall
-times of whole commands (from start to exit), as pytest's own times do not cover the same
-span in the three shapes (`-n 2` counts its workers' start, one process not its exit).
+them. Each pays its own start-up and exit, as an xdist worker does, and neither waits on a
+controller, so the two halves' speed-up over one process is about the most `-n 2` could reach
+on this machine with this suite (xdist's controller adds its own start-up and its handling
+of every report). The speed-ups of this comparison are of wall times of whole commands, from
+start to exit, because pytest's own times cover different spans in the three shapes: none
+counts the process's start before its session, `-n 2` counts its workers' start and exit,
+and one process does not count its exit. A halves row's pytest time is the larger of the
+two.
 
 `--src DIR` measures another checkout's faultbench (DIR first on PYTHONPATH of every measured
 process; this script and the examples stay this checkout's): run it once per checkout,
@@ -352,22 +356,34 @@ def half_commands(d: Path, base: list[str], runs: int) -> list[list[str]]:
 
 def timed_together(group: list[list[str]], cwd: Path) -> tuple[float, float, list[str]]:
     """Run the commands of `group` at once: the wall time until the last one ends, their
-    CPU time (user + system, children included) and each one's stdout."""
-    before = os.times()
-    start = time.perf_counter()
-    pipe = subprocess.PIPE
-    procs = [
-        subprocess.Popen(args, cwd=cwd, stdout=pipe, stderr=pipe, text=True, env=ENV)
-        for args in group
-    ]
-    outs = []
-    for args, proc in zip(group, procs, strict=True):
-        out, err = proc.communicate()
-        if proc.returncode not in (0, 1):  # 1: the gate may fail
-            raise SystemExit(f"{' '.join(args)} failed:\n{out}\n{err}")
-        outs.append(out)
-    wall = time.perf_counter() - start
-    after = os.times()
+    CPU time (user + system, children included) and each one's stdout. Output goes to
+    files, so no process waits on a pipe nobody reads; if this is interrupted, none is left
+    running."""
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [(Path(tmp) / f"{k}.out", Path(tmp) / f"{k}.err") for k in range(len(group))]
+        before = os.times()
+        start = time.perf_counter()
+        procs: list[subprocess.Popen[bytes]] = []
+        try:
+            for args, (out, err) in zip(group, files, strict=True):
+                with out.open("wb") as stdout, err.open("wb") as stderr:
+                    procs.append(
+                        subprocess.Popen(args, cwd=cwd, stdout=stdout, stderr=stderr, env=ENV)
+                    )
+            for proc in procs:
+                proc.wait()
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        wall = time.perf_counter() - start
+        after = os.times()
+        outs = []
+        for args, proc, (out, err) in zip(group, procs, files, strict=True):
+            if proc.returncode not in (0, 1):  # 1: the gate may fail
+                raise SystemExit(f"{' '.join(args)} failed:\n{out.read_text()}\n{err.read_text()}")
+            outs.append(out.read_text())
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
@@ -512,8 +528,8 @@ def main() -> None:
         parser.error("--team measures this checkout (built into the venv): drop --src")
     if opts.team and opts.agents is None:
         parser.error("--team measures the shop suites: add --agents N")
-    if opts.halves and opts.agents is None:
-        parser.error("--halves measures the shop suites: add --agents N")
+    if opts.halves and (opts.agents is None or opts.agents < 2):
+        parser.error("--halves measures the shop suites in two halves: add --agents N, N >= 2")
     if opts.team and ENV.pop("PYTHONPATH", None) is not None:
         print("PYTHONPATH unset for the measured processes: the venv runs its own faultbench")
     if opts.src is not None:
