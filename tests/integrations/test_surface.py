@@ -5,6 +5,8 @@ again, which depends on the framework, its cache and the MCP protocol era it spe
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 import faultbench
@@ -142,3 +144,68 @@ async def test_the_agents_sdk_lists_every_turn(reach):
     assert run.trace.summary() == "get_order!tool_added → get_order!rug_pull"
     expected = SEES_CHANGES if how in ("world", "in_process") or MCP_MAJOR < 2 else KEEPS_FIRST
     assert offered(turns) == expected
+
+
+def _agents_sdk_recorder(offered_tools: list[list]):
+    """A scripted Agents SDK model that keeps the tool objects offered on each turn."""
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    def respond(call):
+        offered_tools.append(list(call.tools))
+        n = len(offered_tools)
+        if n <= 2:
+            return [function_call("get_order", {"id": str(n)}, call_id=f"c{n}")]
+        return [assistant_message("done")]
+
+    return ScriptedModel([ModelStep.respond(respond) for _ in range(5)])
+
+
+def _same_objects(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _definitions(turns: list[list]) -> list[list[tuple]]:
+    return [
+        [(t.name, t.description, t.params_json_schema, t.strict_json_schema) for t in tools]
+        for tools in turns
+    ]
+
+
+@pytest.mark.parametrize("surface", ["steady", "changing"])
+async def test_the_agents_sdk_run_converts_each_list_once(world_file, surface):
+    """`run_agent`'s agent converts a tool list to function tools once and offers the same
+    objects while the list holds; a tool-surface fault gives a new list, converted again. On
+    every turn the model is offered what a plain SDK `Agent` (which converts on every turn)
+    offers it over the same server."""
+    from agents import Agent, RunConfig, Runner
+
+    from faultbench.integrations.openai_agents import WorldDirectServer, run_agent
+
+    def world():
+        w = faultbench.load_world(world_file)
+        if surface == "steady":
+            w.set_faults({})
+        return w
+
+    cached: list[list] = []
+    run = await run_agent(_agents_sdk_recorder(cached), "go", mcp=world())
+    assert run.ok, run.error
+
+    plain: list[list] = []
+    async with WorldDirectServer(build_server(world())) as server:
+        agent = Agent(name="agent", model=_agents_sdk_recorder(plain), mcp_servers=[server])
+        await Runner.run(agent, "go", run_config=RunConfig(tracing_disabled=True))
+
+    assert len(cached) == len(plain) == 3
+    assert _definitions(cached) == _definitions(plain)
+    same_objects = [_same_objects(t0, t1) for t0, t1 in itertools.pairwise(cached)]
+    fresh_objects = [_same_objects(t0, t1) for t0, t1 in itertools.pairwise(plain)]
+    assert fresh_objects == [False, False]  # the SDK's own agent converts on every turn
+    if surface == "steady":
+        assert same_objects == [True, True]
+        assert _definitions(cached)[0] == _definitions(cached)[2]
+    else:
+        assert same_objects == [False, False]
+        assert offered([{t[0]: t[1] or "" for t in d} for d in _definitions(cached)]) == (
+            SEES_CHANGES
+        )

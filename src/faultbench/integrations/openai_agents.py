@@ -162,13 +162,22 @@ class WorldDirectServer(WorldMCPServer):
 
     async def connect(self) -> None:
         self._client = self.server
+        self._listed: tuple[list[Any], list[mcp_types.Tool]] | None = None
 
     async def cleanup(self) -> None:
         self._client = None
 
     async def list_tools(self, run_context: Any = None, agent: Any = None) -> list[mcp_types.Tool]:
+        """The world's tools now. While they are the same kernel tools (no tool-surface fault
+        has changed them) the same list is answered again: `run_agent`'s agent converts a
+        list to function tools once, and the SDK's own servers answer their cached list the
+        same way. Treat it as read-only."""
         self._connected()
-        return cast(list[mcp_types.Tool], self.server.tool_list())
+        tools = self.server.world.tools
+        listed = self._listed
+        if listed is None or not _same_items(listed[0], tools):
+            listed = self._listed = (tools, cast(list[mcp_types.Tool], self.server.tool_list()))
+        return listed[1]
 
     async def call_tool(
         self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
@@ -178,6 +187,39 @@ class WorldDirectServer(WorldMCPServer):
             tool_name, arguments or {}, protocol_version=IN_PROCESS_PROTOCOL
         )
         return cast(mcp_types.CallToolResult, call_result(out))
+
+
+def _same_items(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+class _RunAgent(Agent[Any]):
+    """`run_agent`'s agent: it converts its MCP servers' tool lists to function tools once,
+    not on every turn, as long as each server answers the same list object again.
+
+    The Runner asks for the tools on every turn and the SDK converts every MCP tool anew each
+    time (a deep copy of its schema and a new `FunctionTool`): ~0.5 ms a turn for the shop's
+    nine tools, a fifth of a scripted run's CPU (`benchmarks/bench_agents.py --floor`). The
+    servers are still asked on every turn, so a changed list (a tool-surface fault, a
+    `tools/list_changed` that dropped a cache) is a new object and is converted again: the
+    model is offered what the SDK would offer it. `WorldDirectServer` and the SDK's servers
+    with `cache_tools_list=True` answer the same object while nothing changed; a session
+    without a cache (`WorldMCPServer`) answers a new one each turn and gains nothing. With
+    server-prefixed names (`mcp_config`), which depend on the turn's handoffs, every turn
+    converts, as the SDK does.
+    """
+
+    async def get_mcp_tools(self, run_context: Any) -> list[Any]:
+        if self.mcp_config.get("include_server_in_tool_names"):
+            return await super().get_mcp_tools(run_context)
+        lists = [await server.list_tools(run_context, self) for server in self.mcp_servers]
+        cached = self.__dict__.get("_faultbench_tools")
+        if cached is None or not _same_items(cached[0], lists):
+            cached = self.__dict__["_faultbench_tools"] = (
+                lists,
+                await super().get_mcp_tools(run_context),
+            )
+        return list(cached[1])
 
 
 def _server_for(where: Target, transport: Transport = "direct") -> MCPServer:
@@ -279,7 +321,8 @@ async def run_agent(
         world = model_world(seen.target, model_faults_world)
         if world is not None and not isinstance(model, FaultyModel):
             model = FaultyModel(model, world)
-        agent: Agent[Any] = Agent(
+        # Traced runs keep the SDK's own listing, which opens a span on every turn.
+        agent: Agent[Any] = (Agent if tracing else _RunAgent)(
             model=model, instructions=system_prompt, mcp_servers=[server], **agent_kwargs
         )
         try:
