@@ -198,8 +198,8 @@ class _RunAgent(Agent[Any]):
     not on every turn, as long as each server answers the same list object again.
 
     The Runner asks for the tools on every turn and the SDK converts every MCP tool anew each
-    time (a deep copy of its schema and a new `FunctionTool`): ~0.5 ms a turn for the shop's
-    nine tools, a fifth of a scripted run's CPU (`benchmarks/bench_agents.py --floor`). The
+    time (a deep copy of its schema and a new `FunctionTool`): 0.5-1 ms a turn for the shop's
+    nine tools, ~15% of a scripted run's CPU (`benchmarks/bench_agents.py --floor`). The
     servers are still asked on every turn, so a changed list (a tool-surface fault, a
     `tools/list_changed` that dropped a cache) is a new object and is converted again: the
     model is offered what the SDK would offer it. `WorldDirectServer` and the SDK's servers
