@@ -22,7 +22,11 @@ nothing). The figures depend on the machine's load only through the CPU part of 
 (a few ms of agent and kernel work per turn), which concurrency does not overlap.
 
     uv run python benchmarks/bench_concurrency.py [--runs 20 100] [--concurrency 1 5 20]
-        [--latency 0.5]
+        [--latency 0.5] [--rounds 1] [--baseline PYTHON]
+
+`--baseline PYTHON` runs every row also under another interpreter (another checkout's
+`.venv/bin/python`, the tree before a change), alternated with this one in each of
+`--rounds` rounds, and prints both medians and their ratio (this / baseline).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import argparse
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,7 +85,7 @@ async def test_agent(mcp_server):
 
 
 def one(
-    folder: Path, runs: int, concurrency: int, latency: float
+    folder: Path, runs: int, concurrency: int, latency: float, python: str = sys.executable
 ) -> tuple[float, float, float, int]:
     """(seconds of the run items, seconds of the process, its CPU seconds, items reported)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -89,7 +94,7 @@ def one(
     start = time.perf_counter()
     subprocess.run(
         [
-            sys.executable,
+            python,
             "-m",
             "pytest",
             "-q",
@@ -121,11 +126,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, nargs="+", default=[20, 100])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 5, 20])
     parser.add_argument("--latency", type=float, default=0.5, help="model seconds a turn")
+    parser.add_argument("--rounds", type=int, default=1, help="medians over this many")
+    parser.add_argument("--baseline", metavar="PYTHON", help="also run under this interpreter")
     options = parser.parse_args()
     print(f"python {platform.python_version()}, {os.cpu_count()} cpus, load {os.getloadavg()}")
-    print(f"model latency {options.latency} s a turn, 3 turns a run, faults on\n")
+    print(f"model latency {options.latency} s a turn, 3 turns a run, faults on")
+    print(f"medians of {options.rounds}; ideal = runs / N x one run at N = 1\n")
+    pythons = {"this": sys.executable}
+    if options.baseline:
+        pythons = {"baseline": options.baseline, **pythons}
     print(
-        f"{'runs':>5} {'N':>4} {'runs s':>8} {'wall s':>8} {'cpu s':>8} {'ideal s':>8} {'ratio':>6}"
+        f"{'tree':>8} {'runs':>5} {'N':>4} {'runs s':>8} {'wall s':>8} {'cpu s':>8} "
+        f"{'ideal s':>8} {'ratio':>6}"
     )
     with tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp:
         folder = Path(tmp)
@@ -135,21 +147,33 @@ def main() -> None:
             "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
         )
         for runs in options.runs:
-            per_run = None
+            per_run: dict[str, float] = {}
             for n in sorted(options.concurrency):
-                took, wall, cpu, reported = one(folder, runs, n, options.latency)
-                if reported != runs:
-                    raise SystemExit(f"expected {runs} run items, the report has {reported}")
-                if per_run is None:
-                    if n != 1:
-                        raise SystemExit("the ideal needs concurrency 1 measured first")
-                    per_run = took / runs
-                ideal = per_run * runs / n
-                print(
-                    f"{runs:>5} {n:>4} {took:>8.2f} {wall:>8.2f} {cpu:>8.2f} {ideal:>8.2f} "
-                    f"{took / ideal:>6.2f}",
-                    flush=True,
-                )
+                rows: dict[str, list[tuple[float, float, float]]] = {k: [] for k in pythons}
+                for _ in range(options.rounds):
+                    for name, python in pythons.items():  # alternated in each round
+                        took, wall, cpu, reported = one(folder, runs, n, options.latency, python)
+                        if reported != runs:
+                            raise SystemExit(
+                                f"expected {runs} run items, the report has {reported}"
+                            )
+                        rows[name].append((took, wall, cpu))
+                medians = {}
+                for name, measured in rows.items():
+                    took, wall, cpu = (statistics.median(x) for x in zip(*measured))
+                    if name not in per_run:
+                        if n != 1:
+                            raise SystemExit("the ideal needs concurrency 1 measured first")
+                        per_run[name] = took / runs
+                    ideal = per_run[name] * runs / n
+                    medians[name] = took
+                    print(
+                        f"{name:>8} {runs:>5} {n:>4} {took:>8.2f} {wall:>8.2f} {cpu:>8.2f} "
+                        f"{ideal:>8.2f} {took / ideal:>6.2f}",
+                        flush=True,
+                    )
+                if len(medians) == 2:
+                    print(f"{'':>8} this / baseline: {medians['this'] / medians['baseline']:.2f}x")
 
 
 if __name__ == "__main__":

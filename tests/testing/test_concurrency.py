@@ -6,6 +6,7 @@ and on trio; an agent whose model awaits 0.5 s a turn runs 20 runs in a fraction
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,77 @@ def test_the_option_is_checked(pytester):
     assert "Expected --faultbench-concurrency N with N >= 1. Instead, received: 0" in (
         result.stderr.str()
     )
+
+
+#: run 0 waits until the group's last run has started; the others end at once. Batches of
+#: two would never start run 5 while run 0 waits (run 0 times out); a sliding pool of two
+#: starts every other run in the second lane meanwhile.
+POOL_SUITE = """
+import asyncio
+
+import pytest
+
+LAST_STARTED = asyncio.Event()
+STARTED = []
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(6, concurrency=2)
+@pytest.mark.min_pass_rate(1.0)
+async def test_pool(world, faultbench_run):
+    STARTED.append(faultbench_run.index)
+    if faultbench_run.index == 5:
+        LAST_STARTED.set()
+    if faultbench_run.index == 0:
+        await asyncio.wait_for(LAST_STARTED.wait(), 5)
+    assert (await world.acall("get_order", {"id": "1"})).ok
+
+
+def test_order():
+    assert STARTED == [0, 1, 2, 3, 4, 5]
+"""
+
+
+def test_a_run_starts_as_soon_as_another_ends(pytester: pytest.Pytester):
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    pytester.makepyfile(test_pool=POOL_SUITE)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=7)
+    assert "test_pool.py::test_pool: 6/6 passed" in result.stdout.str()
+
+
+#: every run passes; at 50% over 20 runs the gate is decided after 10 passes
+EARLY_SUITE = """
+import asyncio
+
+import pytest
+
+BODIES = []
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(20, concurrency=RUNS_AT_ONCE)
+@pytest.mark.min_pass_rate(0.5)
+async def test_early(world, faultbench_run):
+    BODIES.append(faultbench_run.index)
+    await asyncio.sleep(0.01 * (faultbench_run.index % 3))
+
+
+def test_bodies():
+    print("BODIES", sorted(BODIES))
+"""
+
+
+@pytest.mark.parametrize("at_once", [1, 4])
+def test_a_pool_stops_starting_runs_once_the_gate_is_decided(pytester, at_once):
+    pytester.makefile(".yaml", world=SHOP.read_text())
+    pytester.makepyfile(test_early=EARLY_SUITE.replace("RUNS_AT_ONCE", str(at_once)))
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s", "-rA")
+    result.assert_outcomes(passed=11, skipped=10)
+    out = result.stdout.str()
+    bodies = [int(x) for x in re.search(r"BODIES \[([\d, ]*)\]", out)[1].split(", ")]
+    # as serially: runs 0-9 decide the gate, the later ones are skipped; a pool stops
+    # starting runs once runs 0-9 have ended (those it started while one of them was still
+    # going are thrown away)
+    assert bodies[:10] == list(range(10))
+    assert len(bodies) < 20 if at_once > 1 else len(bodies) == 10, bodies

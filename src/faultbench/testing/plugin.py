@@ -123,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
             make_run=_concurrent_run,
             adopt=_adopt_world,
             group_of=_group_of,
+            decided=session.pool_decided,
         ),
         "faultbench-concurrency",
     )
@@ -651,6 +652,20 @@ class FaultbenchSession:
                     # own location, like any skip.
                     item.add_marker(pytest.mark.skip(reason=reason))
         return (yield)
+
+    def pool_decided(self, item: pytest.Item, passed: int, failed: int) -> bool:
+        """Whether a concurrent pool's runs that ended in a row from its first (`passed` and
+        `failed` by their bodies), after the group's runs already reported, decide the gate:
+        the pool starts no more runs then (_concurrent.py). An estimate: a run it leaves is
+        run by its own item, or skipped by early stop above."""
+        data = item.stash.get(RUN_KEY, None)
+        if data is None or not self.early_stop or item.get_closest_marker("compare") is not None:
+            return False
+        group = self.tally.groups.get(data["group"])
+        before_passed, before_failed, _stopped = (0, 0, 0) if group is None else group.counts()
+        planned = self.planned.get(data["group"], data["total"])
+        rate = data["min_pass_rate"] or 1.0
+        return decided(before_passed + passed, before_failed + failed, planned, rate)
 
     # --- what a report carries ---------------------------------------------------------------
 

@@ -1,13 +1,15 @@
 """Concurrent runs: up to N runs of a group's `async def` test at once, in one event loop.
 
-`--faultbench-concurrency N` (or `@pytest.mark.runs(n, concurrency=N)`, which wins) turns a
-group's runs into batches. pytest still runs every run item one after another, set-up, call
-and teardown, and reports it as usual; but when the first run of a batch (its *head*) reaches
-its call, the test bodies of the next N-1 runs of the group run with it, as tasks of the
-head's event loop, and their outcomes are kept. Each of those runs gets a world of its own,
-made as the `world` fixture makes it (same spec, seed, run index, fault block), with its own
+`--faultbench-concurrency N` (or `@pytest.mark.runs(n, concurrency=N)`, which wins) runs a
+group's runs in a pool. pytest still runs every run item one after another, set-up, call and
+teardown, and reports it as usual; but when the first run of a group (its *head*) reaches its
+call, the test bodies of the rest of the group run with it, as tasks of the head's event
+loop, at most N at once (N lanes, each starting the next run the moment its last one ended),
+and their outcomes are kept. Each of those runs gets a world of its own, made as the `world`
+fixture makes it (same spec, seed, run index, fault block) when its run starts, with its own
 `trace`, `clock`, `faults`, `faultbench_run` and `mcp_server`, and is the current world in its
-own task.
+own task. The pool stops starting runs once the gate is decided (`Pool`), and under xdist's
+`--dist load` (a worker does not know which runs it will get) it covers N runs only.
 
 pytest holds the function-scoped fixtures of one item at a time (its set-up state is a
 stack), so the batch makes the others' fixtures itself (`_perrun.py`): every function-scoped
@@ -86,8 +88,9 @@ RAN = Outcome(None, None)
 
 #: the plugin's side: a run item -> (its per-run fixture values, its world or None)
 MakeRun = Callable[[pytest.Function], tuple[dict[str, Any], Any]]
-#: a run of a batch: its item, its per-run values, its world
-Run = tuple[pytest.Function, dict[str, Any], Any]
+#: the most runs one head's call runs (memory: each run's world and fixture values are kept
+#: until its own item reports them)
+POOL_LIMIT = 1024
 
 
 def add_concurrency_option(group: Any) -> None:
@@ -113,6 +116,7 @@ class ConcurrentRuns:
         make_run: MakeRun,
         adopt: Callable[[pytest.Item, Any], None],
         group_of: Callable[[pytest.Item], str | None],
+        decided: Callable[[pytest.Item, int, int], bool] = lambda _item, _passed, _failed: False,
     ):
         option = config.getoption("faultbench_concurrency", None)
         if option is not None and option < 1:
@@ -123,6 +127,11 @@ class ConcurrentRuns:
         self._make_run = make_run
         self._adopt = adopt
         self._group_of = group_of
+        self._decided = decided
+        # an xdist worker under --dist load runs only some of a group's runs: a pool over the
+        # rest of the group would compute runs scheduled elsewhere, so it keeps to N
+        dist = config.getoption("dist", None) if hasattr(config, "workerinput") else None
+        self._whole_group = dist in (None, "no", "loadscope", "loadgroup", "loadfile")
         self._positions: dict[int, int] = {}
         self._plugins: frozenset[str] | None = None
 
@@ -215,26 +224,20 @@ class ConcurrentRuns:
             if name not in PER_RUN and not is_shared(recipe, self._plugins)
         ]
         _refuse_shared(item, recipes, own)
-        runs: list[Run] = []
-        for other in self._batch(item, n):
-            try:
-                values, world = self._make_run(other)
-            except CAUGHT as exc:  # its world could not be made: that is its outcome
-                other.stash[OUTCOME_KEY] = Outcome(exc, None)
-                continue
-            runs.append((other, values, world))
-        batch = _batch(function, signature, item, recipes, own, runs)
-        return _with_signature(batch, signature)
+        limit = POOL_LIMIT if self._whole_group else n - 1
+        pool = Pool(item, n, self._rest(item, limit), self._make_run, self._decided)
+        return _with_signature(_pooled(function, signature, item, recipes, own, pool), signature)
 
-    def _batch(self, head: pytest.Function, n: int) -> list[pytest.Function]:
-        """The next n - 1 runs of the head's group, in the session's order, not yet run."""
+    def _rest(self, head: pytest.Function, limit: int) -> list[pytest.Function]:
+        """Up to `limit` runs of the head's group after it, in the session's order, not yet
+        run."""
         items = head.session.items
         if not self._positions:
             self._positions = {id(item): i for i, item in enumerate(items)}
         group = self._group_of(head)
         batch: list[pytest.Function] = []
         for item in items[self._positions.get(id(head), len(items)) + 1 :]:
-            if len(batch) == n - 1:
+            if len(batch) == limit:
                 break
             if (
                 isinstance(item, pytest.Function)
@@ -327,35 +330,89 @@ def _replay(error: BaseException | None) -> Callable[..., Coroutine[Any, Any, No
 # ---------------------------------------------------------------------------------------------
 
 
-def _batch(
+class Pool:
+    """The runs a head's call runs: the head and the rest of its group, at most `n` at once;
+    a run starts the moment another ends. It stops starting runs once the runs that ended
+    in a row from the head decide the gate (an estimate from their bodies' outcomes: a run
+    it did not start is run by its own item, or skipped by early stop, as without it)."""
+
+    def __init__(
+        self,
+        head: pytest.Function,
+        n: int,
+        rest: list[pytest.Function],
+        make_run: MakeRun,
+        decided: Callable[[pytest.Item, int, int], bool],
+    ):
+        self.head = head
+        self.make_run = make_run
+        self.decided = decided
+        self.n = n
+        self.rest = rest
+        self.next = 0
+        #: the runs' bodies in group order, head first: None until it ends, then passed or not
+        self.ended: list[bool | None] = [None] * (len(rest) + 1)
+
+    def take(self) -> tuple[int, pytest.Function] | None:
+        """The next run to start (its place in `ended`, its item), or None: none left, or
+        the outcome is decided."""
+        if self.next >= len(self.rest) or self._decided():
+            return None
+        self.next += 1
+        return self.next, self.rest[self.next - 1]
+
+    def end(self, place: int, passed: bool) -> None:
+        self.ended[place] = passed
+
+    def _decided(self) -> bool:
+        passed = failed = 0
+        for outcome in self.ended:
+            if outcome is None:
+                break
+            passed += outcome
+            failed += not outcome
+        return (passed or failed) > 0 and self.decided(self.head, passed, failed)
+
+
+def _pooled(
     function: Callable[..., Coroutine[Any, Any, None]],
     signature: inspect.Signature,
     head: pytest.Function,
     recipes: dict[str, Recipe],
     own: list[str],
-    runs: list[Run],
+    pool: Pool,
 ) -> Callable[..., Coroutine[Any, Any, None]]:
     @functools.wraps(function)
-    async def batch(**kwargs: Any) -> None:
+    async def pooled(**kwargs: Any) -> None:
         shared = {**head.funcargs, **kwargs}
         errors: list[BaseException] = []
 
-        async def head_body() -> None:
-            try:
-                await function(**kwargs)
-            except CAUGHT as exc:
-                errors.append(exc)
+        async def lane(first: bool) -> None:
+            if first:
+                try:
+                    await function(**kwargs)
+                except CAUGHT as exc:
+                    errors.append(exc)
+                pool.end(0, not errors)
+            while (taken := pool.take()) is not None:
+                place, item = taken
+                try:
+                    values, world = pool.make_run(item)
+                except CAUGHT as exc:  # its world could not be made: that is its outcome
+                    item.stash[OUTCOME_KEY] = Outcome(exc, None)
+                    pool.end(place, False)
+                    continue
+                # each run's own test function: a method is bound to its item's own instance
+                fixtures = RunFixtures(item, recipes, own, values, shared)
+                await _run(item.obj, signature, fixtures, world)
+                kept = item.stash[OUTCOME_KEY]
+                pool.end(place, kept.error is None and kept.failed is None)
 
-        # each run's own test function: a method is bound to its item's own instance
-        bodies = [head_body()] + [
-            _run(item.obj, signature, RunFixtures(item, recipes, own, values, shared), world)
-            for item, values, world in runs
-        ]
-        await _all(bodies)
+        await _all([lane(i == 0) for i in range(min(pool.n, len(pool.rest) + 1))])
         if errors:
             raise errors[0]
 
-    return batch
+    return pooled
 
 
 async def _run(
