@@ -27,6 +27,9 @@ per list size n (records in `charge`; `--lists`), list operations with operators
                bucket's first half: an offset page at any depth, with its `total`
 - range offset `offset_range(amount_gte=x, amount_lt=x+40000, offset=y, limit=10)`: the same
                under a range filter on the sort field, y anywhere in the range's first half
+- create       `create_charge(status=..., amount=x)`: a write that adds the record to the id
+               order, a status bucket and the sorted amount index (the table grows by the
+               calls measured: a few thousand records)
 
 and one page walk of every record of a 10k-record table (`--walk`): its calls at limit 10
 (1000 pages) and at limit 100 (100 pages), total and per page, and the per-page cost of the
@@ -50,7 +53,8 @@ figures (needs matplotlib: `uv sync --group bench`).
 
 Run: `uv run python benchmarks/bench_scale.py [--sizes 1000,10000,100000] [--reps 3]
 [--lists 10000,100000,1000000] [--walk 10000] [--only lists,walk]
-[--ab /tmp/before/src] [--plot docs/scale.png] [--json out.json]`
+[--ab /tmp/before/src] [--clock cpu] [--plot docs/scale.png] [--json out.json]`
+(`--clock cpu`: the per-call figures in the process's CPU time instead of wall time)
 """
 
 from __future__ import annotations
@@ -110,14 +114,19 @@ def _world(n: int, tmp: str, faulty: bool = False):
     return load_world(path)
 
 
+#: `--clock cpu`: per-call figures in CPU seconds of the process (steadier than wall time on
+#: a machine other work keeps busy; the default is wall time)
+CLOCK = time.process_time if os.environ.get("BENCH_SCALE_CLOCK") == "cpu" else time.perf_counter
+
+
 def _per_call(fn, n: int, reps: int) -> float:
     """Median seconds per call of `fn(i)` over `reps` batches of `n` calls."""
     times = []
     for r in range(reps):
-        t = time.perf_counter()
+        t = CLOCK()
         for i in range(n):
             fn(r * n + i)
-        times.append((time.perf_counter() - t) / n)
+        times.append((CLOCK() - t) / n)
     return statistics.median(times)
 
 
@@ -216,6 +225,7 @@ services:
       offset_range: {{ kind: list, record: charge, filter: {{ amount: [gte, lt] }},
                       sort: [amount], page: {{ style: offset, size: 10 }} }}
       get_charge: {{ kind: get, record: charge }}
+      create_charge: {{ kind: create, record: charge }}
 """
 
 
@@ -267,8 +277,15 @@ def measure_lists(n: int, reps: int) -> dict[str, float]:
             args = {"amount_gte": x, "amount_lt": x + 40_000, "offset": deep[i % 4096]}
             world.call("offset_range", args)
 
+        statuses = ("pending", "succeeded", "failed")
+
+        def create(i):
+            args = {"status": statuses[i % 3], "amount": lows[i % 4096]}
+            assert world.call("create_charge", args).ok
+
         for name, fn in [
             ("get", get),
+            ("create", create),
             ("range", ranged),
             ("page", _Walker(world, "page_charges", limit=10)),
             ("filtered_page", _Walker(world, "page_charges", status="failed", limit=10)),
@@ -414,8 +431,13 @@ def child(kind: str, arg: int, reps: int) -> None:
     print(json.dumps(result))
 
 
+CLOCK_OPTION = "wall"
+
+
 def run_child(src: Path, kind: str, arg: int, reps: int) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(src))
+    if CLOCK_OPTION == "cpu":
+        env["BENCH_SCALE_CLOCK"] = "cpu"
     proc = subprocess.run(
         [sys.executable, str(HERE), "--child", kind, str(arg), str(reps)],
         env=env,
@@ -441,6 +463,8 @@ def main(argv: list[str]) -> None:
         child(argv[1], int(argv[2]), int(argv[3]))
         return
     opts = dict(zip(argv[::2], argv[1::2]))
+    global CLOCK_OPTION
+    CLOCK_OPTION = opts.get("--clock", "wall")
     sizes = [int(s) for s in opts.get("--sizes", "1000,10000,100000").split(",")]
     logs = [int(s) for s in opts.get("--logs", "2000,10000,100000").split(",")]
     forks = int(opts.get("--forks", "10000"))
@@ -461,7 +485,10 @@ def main(argv: list[str]) -> None:
     if "--only" in opts:  # e.g. --only lists,walk
         jobs = [job for job in jobs if job[0] in opts["--only"].split(",")]
     results: dict[tuple[str, str, int], list[dict[str, float]]] = {}
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, sides: {list(sides)}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, sides: {list(sides)}, "
+        f"clock: {CLOCK_OPTION}"
+    )
     for kind, arg in jobs:
         # 1M-record worlds take a while to build: one round is enough to see the order
         job_rounds = 1 if kind in ("size", "lists") and arg >= 1_000_000 else rounds

@@ -183,6 +183,8 @@ def test_sorted_sets_skip_and_count_by_position():
         else:
             s, ks = s.add(rid), ks.add(entry(int(rid) % 97, rid))
             live.add(rid)
+    # each write carries its set's chunk fences forward instead of remaking them
+    assert ks._fences == [chunk[-1] for chunk in ks._chunks]
     order = sorted(live, key=id_order)
     entries = sorted(entry(int(r) % 97, r) for r in live)
     for _ in range(300):

@@ -92,10 +92,17 @@ class KeySet(Ranked):
 
     __slots__ = ("_chunks", "_fences", "_n")
 
-    def __init__(self, chunks: tuple[tuple[Entry, ...], ...] = (), n: int = 0):
+    def __init__(
+        self,
+        chunks: tuple[tuple[Entry, ...], ...] = (),
+        n: int = 0,
+        fences: list[Entry] | None = None,
+    ):
         self._chunks = chunks
         self._n = n
-        self._fences: list[Entry] | None = None  # each chunk's last entry, made on first read
+        # each chunk's last entry: made on the first read, then carried to the sets that
+        # writes make from this one (a list copy in C, where remaking it read every chunk)
+        self._fences = fences
         self._starts = None  # each chunk's position (`Ranked`)
 
     @classmethod
@@ -107,13 +114,16 @@ class KeySet(Ranked):
     def __len__(self) -> int:
         return self._n
 
+    def _fences_of(self) -> list[Entry]:
+        fences = self._fences
+        if fences is None:  # once per set read without a parent's fences
+            fences = self._fences = [c[-1] for c in self._chunks]
+        return fences
+
     def _find(self, key: tuple[Any, ...]) -> tuple[int, int]:
         """(chunk, position) of the first entry >= key."""
         chunks = self._chunks
-        fences = self._fences
-        if fences is None:  # once per set: a read after reads bisects in C only
-            fences = self._fences = [c[-1] for c in chunks]
-        i = bisect_left(fences, key)
+        i = bisect_left(self._fences_of(), key)
         if i == len(chunks):
             return i, 0
         return i, bisect_left(chunks[i], key)
@@ -121,19 +131,24 @@ class KeySet(Ranked):
     def add(self, e: Entry) -> KeySet:
         chunks = self._chunks
         if not chunks:
-            return KeySet(((e,),), 1)
+            return KeySet(((e,),), 1, [e])
         last = chunks[-1]
+        fences = self._fences_of()
         if e > last[-1]:
             if len(last) < _CAP:
-                return KeySet((*chunks[:-1], (*last, e)), self._n + 1)
-            return KeySet((*chunks, (e,)), self._n + 1)
+                return KeySet((*chunks[:-1], (*last, e)), self._n + 1, [*fences[:-1], e])
+            return KeySet((*chunks, (e,)), self._n + 1, [*fences, e])
         i, j = self._find(e)
         chunk = chunks[i]
         if j < len(chunk) and chunk[j] == e:
             return self
         new = (*chunk[:j], e, *chunk[j:])
         parts = (new[: len(new) // 2], new[len(new) // 2 :]) if len(new) > 2 * _CAP else (new,)
-        return KeySet((*chunks[:i], *parts, *chunks[i + 1 :]), self._n + 1)
+        return KeySet(
+            (*chunks[:i], *parts, *chunks[i + 1 :]),
+            self._n + 1,
+            [*fences[:i], *(part[-1] for part in parts), *fences[i + 1 :]],
+        )
 
     def remove(self, e: Entry) -> KeySet:
         chunks = self._chunks
@@ -141,10 +156,17 @@ class KeySet(Ranked):
         if i == len(chunks) or j >= len(chunks[i]) or chunks[i][j] != e:
             return self
         chunk = chunks[i]
+        fences = self._fences_of()
         if len(chunk) == 1:
-            return KeySet((*chunks[:i], *chunks[i + 1 :]), self._n - 1)
+            return KeySet(
+                (*chunks[:i], *chunks[i + 1 :]), self._n - 1, fences[:i] + fences[i + 1 :]
+            )
         rest = (*chunk[:j], *chunk[j + 1 :])
-        return KeySet((*chunks[:i], rest, *chunks[i + 1 :]), self._n - 1)
+        return KeySet(
+            (*chunks[:i], rest, *chunks[i + 1 :]),
+            self._n - 1,
+            [*fences[:i], rest[-1], *fences[i + 1 :]],
+        )
 
     def _bounds(
         self, lo: tuple[Any, ...] | None, hi: tuple[Any, ...] | None
