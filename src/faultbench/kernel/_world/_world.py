@@ -388,7 +388,7 @@ class World:
         plan = self._pipeline.plan()
         with self._book.lock:
             now = self._book.state.clock
-            due = [d for d in hooks.pending(self._book.log, plan, now) if d.due <= now]
+            due = hooks.pending(self._book.log, plan, now, due_only=True)
             for d in due:
                 if d.fault == "dropped" and d.attempt == 1:
                     hooks.attempted(self._book, plan, d, None, "", outcome="dropped")
