@@ -28,6 +28,7 @@ from ._journal import JournalError
 
 if TYPE_CHECKING:
     from faultbench.kernel import Tool
+    from faultbench.webhooks import Deliverer
 
 __all__ = [
     "AfterCall",
@@ -223,7 +224,7 @@ class WorldCalls:
             problem = webhook_url_problem(webhook_url)
             if problem is not None:
                 raise WebhookUrlError(problem)
-        self._delivering: Any = None  # an anyio.Lock, made by the first delivery
+        self._deliverer: Deliverer | None = None  # made by the first delivery
         #: worlds with `auth:`: the principal in-process and stdio calls act as, and the
         #: token issued for it (HTTP requests bring their own, `Authorization: Bearer`)
         self.principal = principal
@@ -371,35 +372,34 @@ class WorldCalls:
     async def deliver_webhooks(
         self, world: World, *, within: float | timedelta | None = None
     ) -> None:
-        """POST `world`'s webhook deliveries due now to `webhook_url` (nothing without one),
-        in a worker thread (the endpoint may be served by this very loop), one pass at a time
-        so no attempt is sent twice. With `within` (seconds or a timedelta), also move the clock that far,
-        each attempt sent at its own virtual time on the way (`faultbench.webhooks.deliver`);
-        the clock moves all the same if the pass fails. Every path that calls the world or moves
-        its clock ends here: an MCP tool call, a `--rest` request, the control API's
-        `POST /faultbench/clock`. A failing endpoint is a failed attempt in the log; anything
-        else is logged here and the caller still gets its answer."""
+        """Have `world`'s webhook deliveries due now POSTed to `webhook_url` (nothing without
+        one), off the caller's path: a background thread (`faultbench.webhooks.Deliverer`)
+        sends them, one attempt at a time in due order, each logged at its own virtual time,
+        so a slow endpoint delays no call, no other request and no clock move. With `within`
+        (seconds or a timedelta), the clock first moves that far (at once: effects due on the
+        way fire in order), and what fell due on the way goes out after, each attempt at its
+        own due time as if the clock had stopped there. Every path that calls the world or
+        moves its clock ends here: an MCP tool call, a `--rest` request, the control API's
+        `POST /faultbench/clock`. `wait_webhooks` waits for the sending."""
+        if within is not None:
+            world.clock.advance(within)
         url = self.webhook_url
         if url is None:
-            # before any import: a server out of file descriptors cannot open a module file,
-            # and its first tool call must not need to (tests/soak/test_journal_soak.py)
             return
-        import anyio
-        import anyio.to_thread
+        deliverer = self._deliverer
+        if deliverer is None:
+            # imported here, not at the top: a server out of file descriptors cannot open a
+            # module file, and a call without webhooks must not need to
+            # (tests/soak/test_journal_soak.py)
+            from faultbench.webhooks import Deliverer
 
-        from faultbench.webhooks import deliver
+            deliverer = self._deliverer = Deliverer(url)
+        deliverer.kick(world)
 
-        if self._delivering is None:
-            self._delivering = anyio.Lock()
-        async with self._delivering:
-            step = within if isinstance(within, timedelta) else timedelta(seconds=within or 0)
-            end = world.clock.now() + step
-            try:
-                await anyio.to_thread.run_sync(lambda: deliver(world, url, within=within))
-            except Exception:
-                log.exception("webhook delivery to %s failed", url)
-            if world.clock.now() < end:  # a pass that failed half-way still moves the clock
-                world.clock.set(end)
+    def wait_webhooks(self, timeout: float | None = None) -> bool:
+        """Block until the webhook deliveries asked for so far are sent and logged (at once
+        without `webhook_url`); False if `timeout` (seconds) ran out first."""
+        return self._deliverer is None or self._deliverer.wait(timeout)
 
 
 def _call_line(result: CallResult) -> str:

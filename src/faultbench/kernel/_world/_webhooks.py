@@ -284,23 +284,26 @@ class Webhooks:
         status: int | None,
         error: str,
         outcome: str | None = None,
+        at: datetime | None = None,
     ) -> WebhookAttempted:
-        """Log one attempt (and, with delivery k's first, its fault)."""
+        """Log one attempt (and, with delivery k's first, its fault), made at the virtual
+        time `at` (default: the clock's; a retry is due `backoff` after it)."""
         with book.lock:
             d = Draft(book.state)
+            when = d.state.clock if at is None else at
             if delivery.attempt == 1 and delivery.fault is not None and delivery.id.count("_") == 1:
-                self._log_fault(d, plan, delivery)
+                self._log_fault(d, plan, delivery, when)
             if outcome is None:
                 ok = status is not None and 200 <= status < 300
                 outcome = "succeeded" if ok else "failed"
             s = d.state
             retry_at = None
             if outcome == "failed" and delivery.attempt <= self.spec.retries:
-                retry_at = s.clock + timedelta(
+                retry_at = when + timedelta(
                     seconds=self.spec.backoff_s * 2 ** (delivery.attempt - 1)
                 )
             ev = WebhookAttempted(
-                seq=s.seq, at=s.clock, delivery=delivery.id, event=delivery.event,
+                seq=s.seq, at=when, delivery=delivery.id, event=delivery.event,
                 attempt=delivery.attempt, outcome=outcome, status=status, error=error,
                 retry_at=retry_at,
             )  # fmt: skip
@@ -308,8 +311,8 @@ class Webhooks:
             book.commit(d)
         return ev
 
-    def _log_fault(self, d: Draft, plan: FaultPlan, delivery: Delivery) -> None:
-        decision = plan.decide(self._target, delivery.k, now=d.state.clock)
+    def _log_fault(self, d: Draft, plan: FaultPlan, delivery: Delivery, when: datetime) -> None:
+        decision = plan.decide(self._target, delivery.k, now=when)
         assert decision is not None
         assert delivery.fault is not None
         detail = decision.detail()
@@ -317,7 +320,7 @@ class Webhooks:
         s = d.state
         d.emit(
             FaultInjected(
-                seq=s.seq, at=s.clock, call_id=f"{TARGET}#{delivery.k}", tool=TARGET,
+                seq=s.seq, at=when, call_id=f"{TARGET}#{delivery.k}", tool=TARGET,
                 kind=delivery.fault, detail=detail,
             )
         )  # fmt: skip
