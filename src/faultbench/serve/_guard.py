@@ -169,8 +169,10 @@ class HttpGuard:
                 f"Instead, received {origin!r}: a page of another site may not call this server.",
             )  # fmt: skip
             return
-        guarded = self.expected is not None and (self.needs_token is None or self.needs_token(path))
-        if guarded and not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+        expected = self.expected
+        guarded = expected is not None and (self.needs_token is None or self.needs_token(path))
+        got = headers.get(b"authorization", b"")
+        if guarded and expected is not None and not hmac.compare_digest(got, expected):
             await refuse(
                 401, "unauthorized",
                 "Expected an 'Authorization: Bearer <token>' header with the token this server "
