@@ -134,7 +134,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="worlds with webhooks: POST the deliveries due after each MCP tool call or --rest "
         "request, and those due on the way of a control API clock move, to URL "
-        "(loopback only: http://127.0.0.1:PORT/PATH), signed, each attempt logged; "
+        "(loopback only: http://127.0.0.1:PORT/PATH) from a background thread, off the "
+        "request's path, signed, each attempt logged at its virtual time; "
         "default: the world file's webhooks: url:",
     )
     parser.add_argument(
@@ -253,9 +254,16 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # a signal that arrived before our handler was installed
         pass
     finally:
+        # the last calls' webhook deliveries, sent off their path, are sent (and journaled)
+        # before the journal closes
+        server.wait_webhooks(WEBHOOK_DRAIN_S)
         if journal is not None:
             journal.close()
     return 0
+
+
+#: how long a stopping server waits for the webhook deliveries its last calls made due
+WEBHOOK_DRAIN_S = 30.0
 
 
 def _warm_up(world: World) -> None:

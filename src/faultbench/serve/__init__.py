@@ -28,9 +28,9 @@ from faultbench._lazy import lazy_names as _lazy_names
 if TYPE_CHECKING:
     from ._calls import WebhookUrlError as WebhookUrlError
     from ._calls import WorldCalls as WorldCalls
+    from ._guard import is_loopback as is_loopback
     from ._http import ListenError as ListenError
     from ._http import build_app as build_app
-    from ._http import is_loopback as is_loopback
     from ._http import listen_socket as listen_socket
     from ._http import serve_http as serve_http
     from ._journal import JournalError as JournalError
@@ -64,7 +64,7 @@ _LAZY = {
     "call_result": "._sdk",
     "connect_client": "._sdk:connect",
     "connect_in_process": "._sdk",
-    "is_loopback": "._http",
+    "is_loopback": "._guard",
     "listen_socket": "._http",
     "mcp_tool": "._server",
     "serve_http": "._http",

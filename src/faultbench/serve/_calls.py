@@ -14,8 +14,10 @@ This module imports neither mcp nor anyio at import time (the import-linter cont
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Awaitable, Callable, Container
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,14 +28,17 @@ from ._journal import JournalError
 
 if TYPE_CHECKING:
     from faultbench.kernel import Tool
+    from faultbench.webhooks import Deliverer
 
 __all__ = [
     "AfterCall",
+    "CallFailure",
     "WebhookUrlError",
     "WorldCalls",
     "error_result",
     "failure_result",
     "render_result",
+    "token_of",
     "tool_wire",
 ]
 
@@ -120,25 +125,60 @@ def error_result(message: str, *, kind: str) -> dict[str, Any]:
     }
 
 
-def failure_result(name: str, exc: Exception) -> dict[str, Any]:
-    """What the agent reads when calling tool `name` raised `exc` instead of answering: a
+@dataclass(frozen=True, slots=True)
+class CallFailure:
+    """A call that did not run to a result: `kind` `journal_error` (503: the `--events`
+    journal cannot write, the call was undone), `internal_error` (500: a bug in faultbench),
+    or the kind of a `ToolCallError` a kernel raised. `message` is what the caller reads."""
+
+    message: str
+    kind: str
+
+    def wire(self) -> dict[str, Any]:
+        """As MCP's `tools/call` answers it: an error result."""
+        return error_result(self.message, kind=self.kind)
+
+
+def failure_result(name: str, exc: Exception) -> CallFailure:
+    """What the caller reads when calling tool `name` raised `exc` instead of answering: a
     journal that cannot write (logged once by the journal; the call was undone), or a bug in
     faultbench or a world's handler (logged here)."""
     if isinstance(exc, JournalError):
-        return error_result(
+        return CallFailure(
             f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
             "Not the agent's fault; the server keeps serving.",
-            kind="journal_error",
+            "journal_error",
         )
     log.exception("internal error while calling tool %r", name)
     detail = f"{type(exc).__name__}: {exc}"
     detail = detail if len(detail) <= 300 else detail[:297] + "..."
-    return error_result(
+    return CallFailure(
         f"500 Internal Server Error: faultbench failed while running {name[:100]!r} "
         f"({detail}). This is a bug in faultbench or the world's handlers, not in the "
         "agent; the server keeps serving.",
-        kind="internal_error",
+        "internal_error",
     )
+
+
+def token_of(authorization: str) -> str | None:
+    """The access token an HTTP `Authorization` header carries, the one parser of every HTTP
+    face (MCP, `--rest`): `Bearer TOKEN`, or HTTP basic with the token as the user name (how
+    Stripe's API keys travel; the password is not read). Anything else, a basic credential
+    that is not base64 of UTF-8 text included, is no token: the kernel answers 401."""
+    scheme, _, value = authorization.strip().partition(" ")
+    scheme = scheme.lower()
+    if scheme == "bearer":
+        return value.strip() or None
+    if scheme != "basic":
+        return None
+    raw = value.strip()
+    if not raw.isascii():  # base64 is ASCII; b64decode raises a bare ValueError otherwise
+        return None
+    try:
+        user = base64.b64decode(raw).decode("utf-8").partition(":")[0]
+    except (ValueError, UnicodeDecodeError):  # binascii.Error is a ValueError
+        return None
+    return user or None
 
 
 class WebhookUrlError(ValueError):
@@ -184,7 +224,7 @@ class WorldCalls:
             problem = webhook_url_problem(webhook_url)
             if problem is not None:
                 raise WebhookUrlError(problem)
-        self._delivering: Any = None  # an anyio.Lock, made by the first delivery
+        self._deliverer: Deliverer | None = None  # made by the first delivery
         #: worlds with `auth:`: the principal in-process and stdio calls act as, and the
         #: token issued for it (HTTP requests bring their own, `Authorization: Bearer`)
         self.principal = principal
@@ -210,17 +250,17 @@ class WorldCalls:
 
     def request_token(self, request: Any, world: World) -> str | None:
         """The access token a call comes with (worlds with `auth:`): an HTTP request's
-        bearer token (`request`: anything with `headers`), else (`request` None: in-process or
-        stdio) the one issued for `principal`, issued again after a reset or a restore to
-        before it (tokens derive from the seed and their number, so it is the same token)."""
+        (`request`: anything with `headers`; `request_token_of`), else (`request` None:
+        in-process or stdio) the one issued for `principal`, issued again after a reset or a
+        restore to before it (tokens derive from the seed and their number, so it is the same
+        token)."""
         if self.world.spec.auth is None:
             return None
         if request is None:
             if self.principal is not None and token_expiry(world, self.token or "") is None:
                 self.token = world.issue_token(self.principal)
             return self.token
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        return token.strip() or None if scheme.lower() == "bearer" else None
+        return token_of(request.headers.get("authorization", ""))
 
     async def call_direct(
         self,
@@ -265,24 +305,45 @@ class WorldCalls:
         tools_changed: Callable[[], Awaitable[None]] | None = None,
     ) -> dict[str, Any]:
         """A call of tool `name` on `world` (the shared one or a session's fork), answered in
-        wire form: a handler's bug or a journal that cannot write is an error result the agent
-        reads, not an exception. What follows the call (a failing hook or notification is
-        logged) is not answered as a call that did not run. `request`: the HTTP request, for its
-        bearer token; `tools_changed`: how to tell clients that a tool-surface fault changed
-        the tool list (an MCP notification; nothing without one)."""
+        wire form as MCP's `tools/call` answers it: `settle`, then `render_result` (or
+        `CallFailure.wire` for a call that did not run)."""
+        outcome = await self.settle(
+            world, name, arguments, request=request, tools_changed=tools_changed
+        )
+        if isinstance(outcome, CallFailure):
+            return outcome.wire()
         try:
-            try:
-                token = self.request_token(request, world)
-                args = arguments or {}
-                # Worlds without auth: the call exactly as before (no token to pass)
-                result = await (
-                    world.acall(name, args)
-                    if token is None
-                    else world.acall(name, args, token=token)
-                )
-            except ToolCallError as exc:  # a kernel that raises instead of returning
-                return error_result(exc.message, kind=exc.kind)
-            out = render_result(result, protocol_version, self.modern_versions)
+            return render_result(outcome, protocol_version, self.modern_versions)
+        except Exception as exc:
+            return failure_result(name, exc).wire()
+
+    async def settle(
+        self,
+        world: World,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        request: Any = None,
+        tools_changed: Callable[[], Awaitable[None]] | None = None,
+    ) -> CallResult | CallFailure:
+        """The one handler of a call, whatever face it came through (MCP in-process, stdio or
+        HTTP, the direct path, `--rest`): the caller's token (`request`: the HTTP request, for
+        its `Authorization`; `token_of`), the world's call, its log line, the after-call
+        hooks and the webhook deliveries it made due. A handler's bug or a journal that
+        cannot write is a `CallFailure` the face answers in its own form (MCP: an error
+        result; REST: 500 or 503), not an exception. What follows the call (a failing hook or
+        notification is logged) is not answered as a call that did not run. `tools_changed`:
+        how to tell clients that a tool-surface fault changed the tool list (an MCP
+        notification; nothing without one)."""
+        try:
+            token = self.request_token(request, world)
+            args = arguments or {}
+            # Worlds without auth: the call exactly as before (no token to pass)
+            result = await (
+                world.acall(name, args) if token is None else world.acall(name, args, token=token)
+            )
+        except ToolCallError as exc:  # a kernel that raises instead of returning
+            return CallFailure(exc.message, exc.kind)
         except Exception as exc:
             return failure_result(name, exc)
         if result.traceback is not None:
@@ -306,40 +367,39 @@ class WorldCalls:
             except Exception:
                 log.exception("after-call hook %r failed", hook)
         await self.deliver_webhooks(world)
-        return out
+        return result
 
     async def deliver_webhooks(
         self, world: World, *, within: float | timedelta | None = None
     ) -> None:
-        """POST `world`'s webhook deliveries due now to `webhook_url` (nothing without one),
-        in a worker thread (the endpoint may be served by this very loop), one pass at a time
-        so no attempt is sent twice. With `within` (seconds or a timedelta), also move the clock that far,
-        each attempt sent at its own virtual time on the way (`faultbench.webhooks.deliver`);
-        the clock moves all the same if the pass fails. Every path that calls the world or moves
-        its clock ends here: an MCP tool call, a `--rest` request, the control API's
-        `POST /faultbench/clock`. A failing endpoint is a failed attempt in the log; anything
-        else is logged here and the caller still gets its answer."""
+        """Have `world`'s webhook deliveries due now POSTed to `webhook_url` (nothing without
+        one), off the caller's path: a background thread (`faultbench.webhooks.Deliverer`)
+        sends them, one attempt at a time in due order, each logged at its own virtual time,
+        so a slow endpoint delays no call, no other request and no clock move. With `within`
+        (seconds or a timedelta), the clock first moves that far (at once: effects due on the
+        way fire in order), and what fell due on the way goes out after, each attempt at its
+        own due time as if the clock had stopped there. Every path that calls the world or
+        moves its clock ends here: an MCP tool call, a `--rest` request, the control API's
+        `POST /faultbench/clock`. `wait_webhooks` waits for the sending."""
+        if within is not None:
+            world.clock.advance(within)
         url = self.webhook_url
         if url is None:
-            # before any import: a server out of file descriptors cannot open a module file,
-            # and its first tool call must not need to (tests/soak/test_journal_soak.py)
             return
-        import anyio
-        import anyio.to_thread
+        deliverer = self._deliverer
+        if deliverer is None:
+            # imported here, not at the top: a server out of file descriptors cannot open a
+            # module file, and a call without webhooks must not need to
+            # (tests/soak/test_journal_soak.py)
+            from faultbench.webhooks import Deliverer
 
-        from faultbench.webhooks import deliver
+            deliverer = self._deliverer = Deliverer(url)
+        deliverer.kick(world)
 
-        if self._delivering is None:
-            self._delivering = anyio.Lock()
-        async with self._delivering:
-            step = within if isinstance(within, timedelta) else timedelta(seconds=within or 0)
-            end = world.clock.now() + step
-            try:
-                await anyio.to_thread.run_sync(lambda: deliver(world, url, within=within))
-            except Exception:
-                log.exception("webhook delivery to %s failed", url)
-            if world.clock.now() < end:  # a pass that failed half-way still moves the clock
-                world.clock.set(end)
+    def wait_webhooks(self, timeout: float | None = None) -> bool:
+        """Block until the webhook deliveries asked for so far are sent and logged (at once
+        without `webhook_url`); False if `timeout` (seconds) ran out first."""
+        return self._deliverer is None or self._deliverer.wait(timeout)
 
 
 def _call_line(result: CallResult) -> str:

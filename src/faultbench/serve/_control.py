@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -342,17 +342,15 @@ class Control:
     async def _move(
         self, world: World, *, seconds: float | None = None, to: datetime | None = None
     ) -> None:
-        """Move the clock by `seconds` or to `to`; with a webhook URL (`--webhook-url`),
-        deliver on the way what the move makes due (the events of scheduled effects that
-        fire, retries after their backoff), each attempt at its own virtual time."""
-        if self.server.webhook_url is None:
-            if to is not None:
-                world.clock.set(to)
-            else:
-                world.clock.advance(seconds or 0)
-            return
-        step = to - world.clock.now() if to is not None else timedelta(seconds=seconds or 0)
-        await self.server.deliver_webhooks(world, within=step)
+        """Move the clock by `seconds` or to `to`, at once; with a webhook URL
+        (`--webhook-url`), what the move made due (the events of scheduled effects that
+        fire, retries after their backoff) is sent after it, off this request's path, each
+        attempt at its own virtual time (`WorldServer.deliver_webhooks`)."""
+        if to is not None:
+            world.clock.set(to)
+        else:
+            world.clock.advance(seconds or 0)
+        await self.server.deliver_webhooks(world)
 
     async def faults(self, request: Request) -> Response:
         world = self._world(request)

@@ -6,12 +6,13 @@ same app from the SDK's session manager, and every request uses sessions):
 - `Server.streamable_http_app(...)` returns a Starlette app whose lifespan runs the session
   manager (so the ASGI server must run lifespan: Hypercorn does). `custom_starlette_routes`
   are appended to its routes, but *not* behind the SDK's Host/Origin checks, which only
-  guard `/mcp`; `_Guard` applies the same `TransportSecurityMiddleware` to the control API.
+  guard `/mcp`; `_guard.HttpGuard` checks every route (control API and `--rest` included).
 - Requests carrying `MCP-Protocol-Version: 2026-07-28` are self-contained (no
   `Mcp-Session-Id`); older versions use sessions created by `initialize`.
 - `json_response=True` answers each POST with one JSON body instead of an SSE stream: we
   never send server-to-client messages mid-call, and it is cheaper.
-- Bodies over 4 MiB get 413 before parsing (the SDK's default limit).
+- Bodies over 4 MiB get 413 before parsing (the SDK's default limit; `_guard.HttpGuard`, in
+  front of every route, refuses them before the SDK sees them).
 - A stateful session begins when the answer to a POST without `Mcp-Session-Id` carries one,
   and ends on the client's DELETE, after `session_idle_timeout` with no request in flight, or
   when the server stops. No public API says when (a middleware's `ServerRequestContext` has
@@ -22,8 +23,6 @@ same app from the SDK's session manager, and every request uses sessions):
 from __future__ import annotations
 
 import errno
-import hmac
-import ipaddress
 import logging
 import socket
 import time
@@ -32,15 +31,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ._control import MAX_BODY as CONTROL_MAX_BODY
 from ._control import PREFIX, Control
+from ._guard import MAX_BODY, HostPolicy, HttpGuard, is_loopback
 from ._http_calls import ModernCalls
 from ._journal import JournalError
 from ._rest import rest_routes
-from ._sdk import TransportSecurityMiddleware, TransportSecuritySettings, streamable_http_app
+from ._sdk import TransportSecuritySettings, streamable_http_app
 from ._server import SESSION_HEADER, WorldServer
 
 if TYPE_CHECKING:
@@ -49,86 +49,34 @@ if TYPE_CHECKING:
 log = logging.getLogger("faultbench.serve")
 
 
-def is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def security_settings(host: str) -> TransportSecuritySettings:
-    """Host/Origin checks (DNS-rebinding protection) for a server bound to `host`.
-
-    The loopback names (127.0.0.1, localhost, [::1]) and the address bound (say 127.0.0.2,
-    or a specific non-loopback address) are accepted. A wildcard bind (0.0.0.0,
-    ::): the Host header cannot be known in advance, so the check is off and the bearer
-    token (required for any non-loopback bind) is what keeps other sites out.
-    """
-    # Bare names too: a client of `--port 80` sends `Host: localhost`, without a port.
-    hosts = ["127.0.0.1", "localhost", "[::1]", "127.0.0.1:*", "localhost:*", "[::1]:*"]
-    origins = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-    origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    bare = host.strip("[]")
-    if bare in ("0.0.0.0", "::"):
+    """The SDK's own Host/Origin checks of `/mcp` (DNS-rebinding protection) for a server
+    bound to `host`: the same `HostPolicy` the guard of every route applies (`_guard.py`)."""
+    policy = HostPolicy.for_bind(host)
+    if not policy.enabled:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    name = f"[{bare}]" if ":" in bare else bare
-    if name not in hosts:  # the address bound, loopback (127.0.0.2) or not, is a Host too
-        hosts += [name, f"{name}:*"]
-        origins += [f"http://{name}", f"http://{name}:*", f"https://{name}", f"https://{name}:*"]
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(policy.hosts),
+        allowed_origins=list(policy.origins),
     )
 
 
-class _Guard:
-    """ASGI middleware: bearer token on every request, Host/Origin on the control API.
-
-    With `world_auth` (a world with `auth:`) the MCP endpoint's bearer tokens are the world's
-    own, checked per call by the kernel, so the server token (`--token`) guards the control
-    API only."""
-
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        token: str | None,
-        security: TransportSecuritySettings,
-        world_auth: bool = False,
-    ):
-        self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
-        self.security = TransportSecurityMiddleware(security)
-        self.world_auth = world_auth
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            checked = not (self.world_auth and not scope["path"].startswith(PREFIX))
-            if self.expected is not None and checked:
-                got = Headers(scope=scope).get("authorization", "").encode()
-                if not hmac.compare_digest(got, self.expected):
-                    await _deny(scope, receive, send)
-                    return
-            if scope["path"].startswith(PREFIX):
-                refusal = await self.security.validate_request(Request(scope, receive))
-                if refusal is not None:
-                    await refusal(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
+def body_limit(path: str) -> int:
+    """The most body bytes a request to `path` may send: the control API's `MAX_BODY`
+    (1 MiB) under `/faultbench/`, else the guard's (4 MiB: MCP, as the SDK's own limit, and
+    `--rest`)."""
+    if path == PREFIX or path.startswith(PREFIX + "/"):
+        return CONTROL_MAX_BODY
+    return MAX_BODY
 
 
-async def _deny(scope: Scope, receive: Receive, send: Send) -> None:
-    response = JSONResponse(
-        {
-            "error": "Expected an 'Authorization: Bearer <token>' header with the token this "
-            "server was started with (faultbench serve --token). Instead, received none or "
-            "another token."
-        },
-        status_code=401,
-        headers={"WWW-Authenticate": "Bearer"},
-    )
-    await response(scope, receive, send)
+def refusal_body(path: str, kind: str, message: str) -> Any:
+    """The guard's refusals in each route family's error form: the control API's and MCP's
+    `{"error": TEXT}`, `--rest`'s `{"error": {"type", "message"}}`."""
+    if path.startswith(PREFIX) or path.rstrip("/") == "/mcp":
+        return {"error": message}
+    return {"error": {"type": kind, "message": message}}
 
 
 def check_exposure(host: str, token: str | None) -> None:
@@ -175,8 +123,16 @@ def build_app(
     server.open_sessions = control.live if server.isolate else None
     app = ModernCalls(app, server, path="/mcp", security=security)
     app = SessionTracker(app, control, max_sessions=max_sessions or MAX_SESSIONS)
-    return _Guard(
-        app, token=token, security=security, world_auth=server.world.spec.auth is not None
+    # With a world's own `auth:`, MCP and REST requests carry the world's tokens, checked
+    # per call by the kernel: the server token (`--token`) guards the control API only.
+    world_auth = server.world.spec.auth is not None
+    return HttpGuard(
+        app,
+        policy=HostPolicy.for_bind(host),
+        token=token,
+        needs_token=(lambda path: path.startswith(PREFIX)) if world_auth else None,
+        body_limit=body_limit,
+        shape=refusal_body,
     )
 
 

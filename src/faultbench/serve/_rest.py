@@ -1,8 +1,11 @@
 """The REST face of a world (`faultbench serve --rest`): every operation with an `http:` key
 answers its method and path, on the same loopback HTTP server as MCP and the control API.
 
-A request becomes one `World.acall`, so faults, the log, replay and the control API see it as
-they see an MCP call: an injected timeout after commit is an HTTP 504 after the write.
+A request becomes one call through `WorldCalls.settle`, the handler MCP's calls go through
+(token, log line, after-call hooks, webhooks), so faults, the log, replay, hooks and the
+control API see it as they see an MCP call: an injected timeout after commit is an HTTP 504
+after the write, a journal that cannot write a 503 `journal_error`. Every request first
+passes the HTTP guard of all routes (`_guard.py`: Host and Origin, header and body limits).
 
 - Arguments: path parameters (the last one is the `id` of a get, update or delete), the query
   string (GET, DELETE) and the body (JSON, or `application/x-www-form-urlencoded` with
@@ -17,10 +20,15 @@ they see an MCP call: an injected timeout after commit is an HTTP 504 after the 
   missing record, 400 for arguments or a
   handler's refusal. The body is in the error schema the operation declares for that status
   (`http: {errors:}`, see `_rest_errors.py`), else `{"error": {"type", "message", "fault"}}`;
-  the `X-Faultbench-Fault` header names an injected fault either way.
+  the `X-Faultbench-Fault` header names an injected fault either way. HEAD on a GET route
+  answers as GET does, without the body.
+- Limits (a 400 past them, before the world is called): `MAX_FIELDS` query and form pairs,
+  `MAX_KEY_DEPTH` brackets in a key, indexes up to `MAX_INDEX`, JSON bodies nested at most
+  `_stdio.MAX_DEPTH` deep.
 - An `Idempotency-Key` header is the argument an operation's `idempotency: {key:}` names.
 - Auth (worlds with `auth:`): the request's bearer token (or HTTP basic's user name, as
-  Stripe's API keys travel) is the caller's token: 401 without one, 403 without the scope.
+  Stripe's API keys travel; `_calls.token_of`, the parser MCP uses too) is the caller's
+  token: 401 without one (or with an unreadable one), 403 without the scope.
 - Webhooks (`--webhook-url`): the deliveries a request made due are POSTed after it, as after
   an MCP tool call.
 """
@@ -39,11 +47,11 @@ from starlette.routing import Route
 
 from faultbench.kernel import CallResult
 
+from ._calls import CallFailure
 from ._rest_errors import error_body, error_schema
+from ._stdio import MAX_DEPTH, too_deep
 
 if TYPE_CHECKING:
-    from faultbench.kernel import World
-
     from ._server import WorldServer
 
 _PARAM = re.compile(r"\{([^{}/]+)\}")
@@ -51,6 +59,12 @@ _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED = ("/mcp", "/faultbench")
 _WITH_ID = ("get", "update", "delete")
+#: the largest index a bracketed key may give (`a[999]=x`): a list of that many slots is built
+MAX_INDEX = 999
+#: the most brackets one key may hold (`a[b][c]...`), and the deepest a JSON body may nest
+MAX_KEY_DEPTH = 32
+#: the most key-value pairs a query string and a form body may hold together
+MAX_FIELDS = 10_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,10 +74,21 @@ _WITH_ID = ("get", "update", "delete")
 
 def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Form or query pairs with bracketed keys as nested data: `a[b]=1` -> {a: {b: '1'}},
-    `a[]=x&a[]=y` and `a[0]=x` -> {a: ['x', 'y']}."""
+    `a[]=x&a[]=y` and `a[0]=x` -> {a: ['x', 'y']}.
+
+    Bounded, so a short query cannot hold the event loop or its memory: a `ValueError` (a 400)
+    for more than `MAX_FIELDS` pairs, a key with more than `MAX_KEY_DEPTH` brackets, or an
+    index past `MAX_INDEX`."""
+    if len(pairs) > MAX_FIELDS:
+        raise ValueError(f"{len(pairs)} query and form fields; expected at most {MAX_FIELDS}")
     out: dict[str, Any] = {}
     for raw, value in pairs:
         head = raw.split("[", 1)[0]
+        if raw.count("[", len(head)) > MAX_KEY_DEPTH:
+            raise ValueError(
+                f"the key {raw[:60]!r}... holds more than {MAX_KEY_DEPTH} brackets; expected "
+                f"keys such as a[b][0] at most {MAX_KEY_DEPTH} deep"
+            )
         path = [head, *_BRACKETS.findall(raw[len(head) :])]
         node: Any = out
         for i, part in enumerate(path):
@@ -74,7 +99,12 @@ def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
                     node.append(value if last else ([] if nxt in ("",) else {}))
                     node = node[-1]
                     continue
-                idx = int(part)
+                idx = int(part) if len(part) <= 4 else MAX_INDEX + 1
+                if idx > MAX_INDEX:
+                    raise ValueError(
+                        f"the key {raw[:60]!r} gives the index {part[:20]}; expected indexes "
+                        f"from 0 to {MAX_INDEX}"
+                    )
                 while len(node) <= idx:
                     node.append(None)
                 if last:
@@ -145,11 +175,20 @@ async def _arguments(
         body = await request.body()
         ctype = request.headers.get("content-type", "")
         if body and "json" in ctype:
-            data = json.loads(body)
+            text = body.decode("utf-8")
+            if too_deep(text)[0]:
+                raise ValueError(
+                    f"a JSON body nested deeper than {MAX_DEPTH} levels; expected the "
+                    "operation's arguments as a JSON object"
+                )
+            data = json.loads(text)
             if isinstance(data, dict):
                 given.update(data)
         elif body:
-            given.update(nest(parse_qsl(body.decode("utf-8"), keep_blank_values=True)))
+            form = parse_qsl(
+                body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FIELDS
+            )
+            given.update(nest(form))
     names = _PARAM.findall(op.http["path"])
     params = request.path_params
     for i, name in enumerate(names):
@@ -173,26 +212,6 @@ async def _arguments(
         else:
             ignored.append(k)
     return args, ignored
-
-
-def _token(world: World, request: Request) -> str | None:
-    """The access token of a request to a world with `auth:`: `Authorization: Bearer TOKEN`,
-    or HTTP basic with the token as the user name (how Stripe's API keys travel)."""
-    if world.spec.auth is None:
-        return None
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer":
-        return value.strip() or None
-    if scheme.lower() == "basic":
-        import base64
-        import binascii
-
-        try:
-            user = base64.b64decode(value.strip()).decode("utf-8").partition(":")[0]
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return user or None
-    return None
 
 
 def _key(name: str, props: dict[str, Any]) -> str:
@@ -222,6 +241,8 @@ def status_of(result: CallResult) -> int:
         return 404
     if kind in ("invalid_arguments", "handler_error", "clock_overflow"):
         return 400
+    if kind == "journal_error":  # the --events journal cannot write: the call was undone
+        return 503
     if kind == "rate_limit":
         return 429
     # issue 21's auth and concurrency errors, and its auth faults
@@ -301,6 +322,8 @@ Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
 
 def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
     world = server.world
+    if "GET" in by_method and "HEAD" not in by_method:
+        by_method = {**by_method, "HEAD": by_method["GET"]}  # a GET without its body
 
     async def endpoint(request: Request) -> Response:
         op = by_method.get(request.method)
@@ -313,20 +336,25 @@ def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
         schema = world.tool(op.name).input_schema
         try:
             args, ignored = await _arguments(request, op, schema)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             # refused before the world is called (no call id), in the API's error schema
             # like any other 400
-            message = f"unreadable body: {exc}"
-            refused = CallResult(
-                call_id="", tool=op.name, args={}, ok=False, text=message, error=message,
-                error_kind="invalid_arguments",
-            )  # fmt: skip
-            return respond(op, refused, [])
-        result = await world.acall(op.name, args, token=_token(world, request))
-        await server.deliver_webhooks(world)  # `--webhook-url`: what the call made due
-        return respond(op, result, ignored)
+            return respond(op, _refused(op.name, f"unreadable request: {exc}"), [])
+        # the one handler of calls (`WorldCalls.settle`): token, log line, after-call hooks,
+        # webhook deliveries, as for an MCP call
+        outcome = await server.settle(world, op.name, args, request=request)
+        if isinstance(outcome, CallFailure):
+            outcome = _refused(op.name, outcome.message, outcome.kind)
+        return respond(op, outcome, ignored)
 
     return endpoint
+
+
+def _refused(tool: str, message: str, kind: str = "invalid_arguments") -> CallResult:
+    """A call that did not run (no call id) as a failed result, answered like one."""
+    return CallResult(
+        call_id="", tool=tool, args={}, ok=False, text=message, error=message, error_kind=kind
+    )
 
 
 def rest_routes(server: WorldServer) -> list[Route]:

@@ -207,7 +207,7 @@ class WorldServer(Server, WorldCalls):
                 kind="no_session",
             )
         except Exception as exc:  # opening a session's world (its --events journal, say)
-            return failure_result(name, exc)
+            return failure_result(name, exc).wire()
         # What fails once the call has happened (a hook, a delivery) is not answered as if
         # it had not: `answer` guards the call itself and no more.
         return await self.answer(

@@ -454,10 +454,12 @@ def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     url = _webhook_url(request, world)
     name = _marked_principal(request)
     try:
-        return build_server(world, principal=name, webhook_url=url)
+        server = build_server(world, principal=name, webhook_url=url)
     except ValueError as exc:  # an unknown principal, or a world without auth:
-        problem = str(exc)
-    pytest.fail(f"{request.node.nodeid}: @pytest.mark.principal: {problem}", pytrace=False)
+        pytest.fail(f"{request.node.nodeid}: @pytest.mark.principal: {exc}", pytrace=False)
+    if url is not None:  # the receiver's reads wait for what the server sends off its path
+        request.getfixturevalue("webhook_receiver").sent_by(server.wait_webhooks)
+    return server
 
 
 def _webhook_url(request: pytest.FixtureRequest, world: World) -> str | None:

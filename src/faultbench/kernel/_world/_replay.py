@@ -28,10 +28,12 @@ from .._store._events import (
     ClockAdvanced,
     EffectScheduled,
     Event,
+    FaultInjected,
     LogRewound,
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
+    WebhookAttempted,
     WorldCreated,
     decode_events,
     encode_events,
@@ -40,6 +42,7 @@ from .._store._reducer import apply
 from .._store._state import State
 from .._text._show import short_repr
 from .._text._utc import to_utc
+from ._webhooks import TARGET as WEBHOOKS
 from ._world import World
 
 
@@ -338,6 +341,8 @@ class _Checker:
             RecordCreated: self._created,
             RecordUpdated: self._updated,
             RecordDeleted: self._deleted,
+            WebhookAttempted: self._behind,
+            FaultInjected: self._fault,
         }
 
     def __call__(self, state: State, ev: Event) -> None:
@@ -368,6 +373,21 @@ class _Checker:
                 f"{ev.to.isoformat()}; expected a later time: the clock only moves "
                 "forward"
             )
+
+    @staticmethod
+    def _behind(state: State, ev: WebhookAttempted | FaultInjected) -> None:
+        """A webhook attempt (and its delivery's fault) is stamped when it was due, at or
+        before the clock: a shell that sends behind the clock logs it later
+        (`World.webhook_attempted(at=)`, `serve --webhook-url`)."""
+        _in_calendar(ev, ev.at)
+        if ev.at > state.clock:
+            raise _off_clock(state, ev)
+
+    def _fault(self, state: State, ev: FaultInjected) -> None:
+        if ev.tool == WEBHOOKS:
+            self._behind(state, ev)
+        else:
+            _on_clock(state, ev)
 
     def _created(self, state: State, ev: RecordCreated) -> None:
         if not _on_clock(state, ev):

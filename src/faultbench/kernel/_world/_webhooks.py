@@ -130,98 +130,151 @@ class _Slot(msgspec.Struct, frozen=True):
     order: tuple[int, ...]
 
 
-class Webhooks:
-    """The deliveries of one world (one per `World`; forks make their own)."""
+def _slot(k: int, event: FeedEvent, decision: FaultDecision | None, nxt: _Slot | None) -> _Slot:
+    """Delivery k's slot; `nxt` the slot of delivery k+1, if there is one yet (an out_of_order
+    delivery waits for it, and goes right after it)."""
+    kind = decision.kind if decision is not None else None
+    release: datetime | None = event.at
+    order: tuple[int, ...] = (k,)
+    if kind == "delayed":
+        assert decision is not None
+        release = event.at + timedelta(seconds=decision.delay_s or 0.0)
+    elif kind == "out_of_order":
+        release = None if nxt is None else nxt.release
+        order = (k + 1, 1) if nxt is None else (*nxt.order, 1)
+    return _Slot(k, event, decision, release, order)
 
-    __slots__ = ("_attempts", "_feed", "_last", "_lock", "_n", "_target", "spec")
+
+def _copies(slot: _Slot) -> tuple[str, ...]:
+    if slot.decision is not None and slot.decision.kind == "duplicate_delivery":
+        return (f"dlv_{slot.k}", f"dlv_{slot.k}_2")
+    return (f"dlv_{slot.k}",)
+
+
+def _finished(last: WebhookAttempted | None) -> bool:
+    return last is not None and last.retry_at is None
+
+
+class Webhooks:
+    """The deliveries of one world (one per `World`; forks make their own).
+
+    Kept as the log grows, so what a look costs follows what is open, not the history: the
+    slots of deliveries not yet finished (succeeded, dropped or given up on every copy), made
+    from the feed events that are new since the last look, with the last attempt of each
+    delivery read from the log events that are new. A log that is not the one read last
+    (a restore, a reset) or another fault plan starts the reading over, once."""
+
+    __slots__ = (
+        "_attempts", "_fed", "_feed", "_feed_list", "_k", "_last", "_lock", "_n", "_open",
+        "_plan", "_target", "_waiting", "spec",
+    )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, hooks: WebhookSpec):
         self.spec = hooks
         self._feed = Feed(spec)
         self._target = FaultTarget(hooks.service, TARGET, TARGET)
         self._lock = threading.Lock()
-        #: the last attempt of each delivery in the log read so far, up to `_n` events, the
-        #: last of them `_last` (by identity: a restore puts another object there)
+        self._start_over(None, None)
+
+    def _start_over(self, plan: FaultPlan | None, feed: list[FeedEvent] | None) -> None:
+        #: the last attempt of each open delivery in the log read so far, up to `_n` events,
+        #: the last of them `_last` (by identity: a restore puts another object there)
         self._attempts: dict[str, WebhookAttempted] = {}
         self._n = 0
         self._last: Event | None = None
+        self._plan = plan
+        #: the feed's list read (by identity: the feed starts a new one when it starts over),
+        #: how many of its events were read, and how many of them are delivered (k)
+        self._feed_list = feed
+        self._fed = 0
+        self._k = 0
+        #: k -> the slot of each delivery not yet finished
+        self._open: dict[int, _Slot] = {}
+        #: the out_of_order slots at the end, still waiting for the delivery after them
+        self._waiting: list[int] = []
 
-    def _last_attempts(self, log: Sequence[Event]) -> dict[str, WebhookAttempted]:
-        """Each delivery's last attempt in `log`, read on from where the last look stopped."""
+    def _sync(self, log: Sequence[Event], plan: FaultPlan) -> None:
+        """Read what is new in `log` (called with the lock held)."""
         n = len(log)
-        if self._n > n or (self._n and log[self._n - 1] is not self._last):
-            self._attempts, self._n = {}, 0
+        feed = self._feed.read(log, ())
+        stale = self._n > n or (self._n and log[self._n - 1] is not self._last)
+        if stale or plan is not self._plan or feed is not self._feed_list or self._fed > len(feed):
+            self._start_over(plan, feed)
         attempts = self._attempts
         for i in range(self._n, n):
             ev = log[i]
             if type(ev) is WebhookAttempted:
                 attempts[ev.delivery] = ev
         self._n, self._last = n, (log[n - 1] if n else None)
-        return attempts
-
-    def _slots(self, log: Sequence[Event], plan: FaultPlan) -> list[_Slot]:
-        with self._lock:
-            feed = self._feed.read(log, ())
         types = self.spec.types
-        events = [e for e in feed if not types or e.type in types]
-        decisions: list[FaultDecision | None] = []
-        for k, e in enumerate(events, 1):
-            d = plan.decide(self._target, k, now=e.at) if plan.may_fault(self._target) else None
-            decisions.append(d if d is not None and d.kind in FEED_KINDS else None)
-        slots: list[_Slot] = []
-        nxt: _Slot | None = None
-        for k in range(len(events), 0, -1):  # from the last: out_of_order waits for k+1
-            e, d = events[k - 1], decisions[k - 1]
-            kind = d.kind if d is not None else None
-            release: datetime | None = e.at
-            order: tuple[int, ...] = (k,)
-            if kind == "delayed":
-                assert d is not None
-                release = e.at + timedelta(seconds=d.delay_s or 0.0)
-            elif kind == "out_of_order":
-                release = None if nxt is None else nxt.release
-                order = (k + 1, 1) if nxt is None else (*nxt.order, 1)
-            slot = _Slot(k, e, d, release, order)
-            slots.append(slot)
-            nxt = slot
-        slots.reverse()
-        return slots
+        may_fault = plan.may_fault(self._target)
+        for e in feed[self._fed :]:
+            if types and e.type not in types:
+                continue
+            self._k += 1
+            k = self._k
+            d = plan.decide(self._target, k, now=e.at) if may_fault else None
+            decision = d if d is not None and d.kind in FEED_KINDS else None
+            self._add(_slot(k, e, decision, None))
+        self._fed = len(feed)
+        for k, slot in list(self._open.items()):  # what the new attempts finished
+            if all(_finished(attempts.get(did)) for did in _copies(slot)):
+                del self._open[k]
+                for did in _copies(slot):
+                    attempts.pop(did, None)
 
-    def pending(self, log: Sequence[Event], plan: FaultPlan, now: datetime) -> list[Delivery]:
-        """Every attempt still to make, due or not, in the order they go out."""
+    def _add(self, slot: _Slot) -> None:
+        """Open `slot`, and settle the out_of_order slots before it that waited for it."""
+        self._open[slot.k] = slot
+        nxt = slot
+        for j in reversed(self._waiting):
+            nxt = self._open[j] = _slot(j, self._open[j].event, self._open[j].decision, nxt)
+        if slot.decision is not None and slot.decision.kind == "out_of_order":
+            self._waiting.append(slot.k)
+        else:
+            self._waiting = []
+
+    def pending(
+        self, log: Sequence[Event], plan: FaultPlan, now: datetime, *, due_only: bool = False
+    ) -> list[Delivery]:
+        """Every attempt still to make, due or not (`due_only`: due at `now`), in the order
+        they go out."""
         with self._lock:
-            last = dict(self._last_attempts(log))
-        out: list[tuple[tuple[Any, ...], Delivery]] = []
-        for slot in self._slots(log, plan):
-            kind = slot.decision.kind if slot.decision is not None else None
-            copies = [f"dlv_{slot.k}"]
-            if kind == "duplicate_delivery":
-                copies.append(f"dlv_{slot.k}_2")
-            body = _encode(slot.event.to_json())
-            for copy, did in enumerate(copies):
-                prev = last.get(did)
-                if prev is None:
-                    if slot.release is None:
+            self._sync(log, plan)
+            last = self._attempts
+            keyed: list[tuple[tuple[Any, ...], _Slot, str, int]] = []
+            for slot in self._open.values():
+                for copy, did in enumerate(_copies(slot)):
+                    prev = last.get(did)
+                    if prev is None:
+                        if slot.release is None:
+                            continue
+                        attempt, due = 1, slot.release
+                    elif prev.retry_at is not None:
+                        attempt, due = prev.attempt + 1, prev.retry_at
+                    else:
+                        continue  # succeeded, dropped, or given up
+                    if due_only and due > now:
                         continue
-                    attempt, due = 1, slot.release
-                elif prev.retry_at is not None:
-                    attempt, due = prev.attempt + 1, prev.retry_at
-                else:
-                    continue  # succeeded, dropped, or given up
-                stamp = int(now.timestamp())
-                headers = {
-                    "Content-Type": "application/json",
-                    SIGNATURE_HEADER: sign_webhook(body, self.spec.secret, stamp),
-                    "Faultbench-Delivery": did,
-                    "Faultbench-Attempt": str(attempt),
-                }
-                delivery = Delivery(
-                    did, slot.k, slot.event.id, slot.event.type, attempt, due, body, headers,
-                    self.spec.timeout_s, kind,
-                )  # fmt: skip
-                out.append(((due, slot.order, copy), delivery))
-        out.sort(key=lambda pair: pair[0])
-        return [d for _, d in out]
+                    keyed.append(((due, slot.order, copy), slot, did, attempt))
+        keyed.sort(key=lambda item: item[0])
+        stamp = int(now.timestamp())
+        out: list[Delivery] = []
+        for (due, _, _), slot, did, attempt in keyed:
+            body = _encode(slot.event.to_json())
+            headers = {
+                "Content-Type": "application/json",
+                SIGNATURE_HEADER: sign_webhook(body, self.spec.secret, stamp),
+                "Faultbench-Delivery": did,
+                "Faultbench-Attempt": str(attempt),
+            }
+            kind = slot.decision.kind if slot.decision is not None else None
+            delivery = Delivery(
+                did, slot.k, slot.event.id, slot.event.type, attempt, due, body, headers,
+                self.spec.timeout_s, kind,
+            )  # fmt: skip
+            out.append(delivery)
+        return out
 
     def attempted(
         self,
@@ -231,23 +284,26 @@ class Webhooks:
         status: int | None,
         error: str,
         outcome: str | None = None,
+        at: datetime | None = None,
     ) -> WebhookAttempted:
-        """Log one attempt (and, with delivery k's first, its fault)."""
+        """Log one attempt (and, with delivery k's first, its fault), made at the virtual
+        time `at` (default: the clock's; a retry is due `backoff` after it)."""
         with book.lock:
             d = Draft(book.state)
+            when = d.state.clock if at is None else at
             if delivery.attempt == 1 and delivery.fault is not None and delivery.id.count("_") == 1:
-                self._log_fault(d, plan, delivery)
+                self._log_fault(d, plan, delivery, when)
             if outcome is None:
                 ok = status is not None and 200 <= status < 300
                 outcome = "succeeded" if ok else "failed"
             s = d.state
             retry_at = None
             if outcome == "failed" and delivery.attempt <= self.spec.retries:
-                retry_at = s.clock + timedelta(
+                retry_at = when + timedelta(
                     seconds=self.spec.backoff_s * 2 ** (delivery.attempt - 1)
                 )
             ev = WebhookAttempted(
-                seq=s.seq, at=s.clock, delivery=delivery.id, event=delivery.event,
+                seq=s.seq, at=when, delivery=delivery.id, event=delivery.event,
                 attempt=delivery.attempt, outcome=outcome, status=status, error=error,
                 retry_at=retry_at,
             )  # fmt: skip
@@ -255,8 +311,8 @@ class Webhooks:
             book.commit(d)
         return ev
 
-    def _log_fault(self, d: Draft, plan: FaultPlan, delivery: Delivery) -> None:
-        decision = plan.decide(self._target, delivery.k, now=d.state.clock)
+    def _log_fault(self, d: Draft, plan: FaultPlan, delivery: Delivery, when: datetime) -> None:
+        decision = plan.decide(self._target, delivery.k, now=when)
         assert decision is not None
         assert delivery.fault is not None
         detail = decision.detail()
@@ -264,7 +320,7 @@ class Webhooks:
         s = d.state
         d.emit(
             FaultInjected(
-                seq=s.seq, at=s.clock, call_id=f"{TARGET}#{delivery.k}", tool=TARGET,
+                seq=s.seq, at=when, call_id=f"{TARGET}#{delivery.k}", tool=TARGET,
                 kind=delivery.fault, detail=detail,
             )
         )  # fmt: skip

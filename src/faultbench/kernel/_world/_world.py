@@ -36,6 +36,7 @@ from .._store._reducer import apply
 from .._store._state import Settings, State
 from .._store._tables import Table, table_of
 from .._text._names import did_you_mean
+from .._text._show import iso_time
 from ._webhooks import Delivery, Webhooks
 
 if TYPE_CHECKING:
@@ -388,21 +389,38 @@ class World:
         plan = self._pipeline.plan()
         with self._book.lock:
             now = self._book.state.clock
-            due = [d for d in hooks.pending(self._book.log, plan, now) if d.due <= now]
+            due = hooks.pending(self._book.log, plan, now, due_only=True)
             for d in due:
-                if d.fault == "dropped" and d.attempt == 1:
-                    hooks.attempted(self._book, plan, d, None, "", outcome="dropped")
+                if d.fault == "dropped" and d.attempt == 1:  # lost when it was due
+                    hooks.attempted(self._book, plan, d, None, "", outcome="dropped", at=d.due)
         return [d for d in due if not (d.fault == "dropped" and d.attempt == 1)]
 
     def webhook_attempted(
-        self, delivery: Delivery, *, status: int | None = None, error: str = ""
+        self,
+        delivery: Delivery,
+        *,
+        status: int | None = None,
+        error: str = "",
+        at: datetime | None = None,
     ) -> WebhookAttempted:
         """Log how one attempt went (`WebhookAttempted`): `status` the endpoint's HTTP status
         (a 2xx succeeds), or None with `error` saying why there was no answer. A failure with
-        retries left is due again after the backoff, in virtual time."""
+        retries left is due again after the backoff, in virtual time. `at`: the virtual time
+        the attempt was made, from its due time to now (default: now); a shell that sends
+        behind the clock (`serve --webhook-url`) logs each at its due time, so the log does not
+        depend on how long the endpoint took."""
         if status is None and not error:
             raise ValueError("webhook_attempted needs the endpoint's status, or an error")
-        return self._hooks().attempted(self._book, self._pipeline.plan(), delivery, status, error)
+        if at is not None:
+            now = self.clock.now()
+            if not delivery.due <= at <= now:
+                raise ValueError(
+                    f"webhook_attempted(at={iso_time(at)}): expected a time from the attempt's "
+                    f"due time, {iso_time(delivery.due)}, to the world's clock, {iso_time(now)}"
+                )
+        return self._hooks().attempted(
+            self._book, self._pipeline.plan(), delivery, status, error, at=at
+        )
 
     # --- the log -----------------------------------------------------------------------------
 
