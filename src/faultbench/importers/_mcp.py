@@ -23,7 +23,7 @@ from typing import Any
 
 from ._candidates import candidates
 from ._document import Document
-from ._emit import _block, _text, key, scalar
+from ._emit import _block, _comment, _doc, _text, json_text, key, scalar
 from ._names import identifier, record_name, snake
 from ._openapi_import import ImportedWorld
 from ._shapes import FieldTypes, answer
@@ -205,14 +205,14 @@ def families(tools: Sequence[dict[str, Any]]) -> tuple[list[Family], list[tuple[
 
 def _schema_yaml(schema: dict[str, Any], pad: str) -> list[str]:
     """A JSON Schema as indented JSON (JSON is YAML), kept exactly as the server sent it."""
-    text = json.dumps(schema, indent=2, ensure_ascii=False)
-    lines = text.splitlines()
+    lines = json_text(schema, indent=2).split("\n")
     return [f"{pad}input_schema: {lines[0]}", *(f"{pad}  {ln}" for ln in lines[1:])]
 
 
 def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers: str) -> str:
     lines = [
-        f"# Imported from the MCP server `{source}` by `faultbench import mcp`. Every tool has the",
+        f"# Imported from the MCP server `{_comment(source)}` by `faultbench import mcp`. Every "
+        "tool has the",
         "# server's name, description and input schema; its answer comes from",
         f"# {handlers}.py (CRUD families write and read a record; the rest answer a value",
         "# recorded from the server, or the smallest one their output schema accepts).",
@@ -224,7 +224,7 @@ def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers
     if fams:
         lines.append("    records:")
         for fam in fams:
-            lines.append(f"      # from the arguments of {fam.tools['create']}")
+            lines.append(f"      # from the arguments of {_comment(fam.tools['create'])}")
             lines.append(f"      {key(fam.record)}:")
             lines.extend(_block(fam.fields, 4))
     lines.append("    operations:")
@@ -250,7 +250,7 @@ def _func(tool: str) -> str:
 def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> str:
     crud = {t: (verb, fam) for fam in fams for verb, t in fam.tools.items()}
     out = [
-        f'"""Handlers of the tools imported from the MCP server `{source}` by `faultbench',
+        f'"""Handlers of the tools imported from the MCP server `{_doc(source)}` by `faultbench',
         "import mcp`. Edit them freely: a handler reads and writes the world's tables, and its",
         'answer is what the agent gets."""',
         "",
