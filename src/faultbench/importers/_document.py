@@ -301,7 +301,9 @@ def _check_nesting(data: Any, path: str | Path) -> None:
         if isinstance(value, dict | list):
             if depth > MAX_NESTING:
                 raise ImportProblem(_too_deep(path))
-            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+            stack.extend(
+                (v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)
+            )
 
 
 def _preferred(content: dict[str, Any]) -> list[str]:

@@ -249,6 +249,20 @@ def _check_seed_rows(spec: WorldSpec, first: WorldCreated, log: list[Event]) -> 
             )
 
 
+def spec_for_log(path: str | os.PathLike[str], first: WorldCreated) -> WorldSpec:
+    """The world file at `path` (one the user named), loaded only if its digest is the one
+    the log's `WorldCreated` records (loading imports its handlers); a `ReplayError` saying
+    so otherwise, and also when the log records no digest to compare."""
+    if not first.digest:
+        raise _at(
+            0,
+            "The log records no digest of its world file (WorldCreated.digest), so nothing "
+            "says the world file is the one it was recorded with; nothing of the file was "
+            "loaded.",
+        )
+    return _load_checked(os.fspath(path), first, True)
+
+
 def _load_checked(path: str, first: WorldCreated, strict: bool) -> WorldSpec:
     """The world file at `path`, its digest compared with the log's before it is loaded
     (loading imports its handler modules)."""
