@@ -77,7 +77,8 @@ def test_report_never_imports_the_handlers_of_a_world_a_log_names(
     assert not marker.exists()
     assert (tmp_path / "out" / "faultbench-report.html").exists()
     if beside:
-        assert "digest" in err and "nothing of this one was loaded" in err
+        assert "digest" in err
+        assert "nothing of this one was loaded" in err
     else:
         assert "--world WORLD" in err  # the note saying how to show end states
 
@@ -180,7 +181,8 @@ def test_report_says_what_is_wrong_with_a_hostile_log_in_one_line(
         return  # it decodes (the time is valid RFC 3339): shown, its end state is not
     assert code == 2, out
     line = out.err.strip().splitlines()[-1]
-    assert line.startswith("faultbench report: ") and "test_x.run0.jsonl" in line, out.err
+    assert line.startswith("faultbench report: "), out.err
+    assert "test_x.run0.jsonl" in line
     assert len(out.err.strip().splitlines()) <= 2  # a warning at most, then the line
 
 
@@ -218,7 +220,8 @@ def test_a_session_file_never_points_outside_its_folder(recorded, tmp_path, caps
     (logs / "faultbench-session.json").write_text(json.dumps(session))
     assert main(["report", str(logs), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "hunter2" not in err and "not a file name in its folder" in err
+    assert "hunter2" not in err
+    assert "not a file name in its folder" in err
     (logs / "faultbench-session.json").write_text('{"groups": [{"name": 1}]}')
     assert main(["report", str(logs), "-o", str(tmp_path / "out")]) == 2
     assert "not a session file" in capsys.readouterr().err
@@ -255,7 +258,8 @@ def test_report_of_a_fifo_log_is_refused_without_waiting(recorded, tmp_path):
     os.mkfifo(logs / "test_x.run0.jsonl")
     proc = _cli("report", str(logs), "-o", str(tmp_path / "out"))
     assert proc.returncode == 2
-    assert "FIFO" in proc.stderr and "Traceback" not in proc.stderr
+    assert "FIFO" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("margin", ["1e-5", "1e-300", "5e-324"])
@@ -264,7 +268,9 @@ def test_plan_with_a_tiny_margin_is_a_quick_clear_error(capsys, margin):
     assert main(["plan", "--rate", "0.9", "--margin", margin]) == 2
     assert time.perf_counter() - start < 2
     err = capsys.readouterr().err
-    assert "a margin of" in err and "runs" in err and "Traceback" not in err
+    assert "a margin of" in err
+    assert "runs" in err
+    assert "Traceback" not in err
 
 
 def test_plan_with_a_small_margin_still_answers(capsys):
