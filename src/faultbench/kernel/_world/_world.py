@@ -402,6 +402,12 @@ class World:
         retries left is due again after the backoff, in virtual time."""
         if status is None and not error:
             raise ValueError("webhook_attempted needs the endpoint's status, or an error")
+        if status is not None and (
+            isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
+        ):
+            raise ValueError(
+                f"webhook_attempted(status=) takes an HTTP status from 100 to 599; got {status!r}"
+            )
         return self._hooks().attempted(self._book, self._pipeline.plan(), delivery, status, error)
 
     # --- the log -----------------------------------------------------------------------------
