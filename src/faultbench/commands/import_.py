@@ -172,7 +172,9 @@ def _run_mcp(args: argparse.Namespace) -> int:
             handlers_module=module, timeout=args.timeout,
         )  # fmt: skip
     except Exception as exc:  # the server's own failure (cannot start, not MCP): one line
-        print(f"cannot read the server's tools: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from faultbench.importers._mcp import failure_cause
+
+        print(f"cannot read the server's tools: {failure_cause(exc)}", file=sys.stderr)
         return 2
     if out is None:
         sys.stdout.write(imported.world)

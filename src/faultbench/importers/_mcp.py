@@ -74,20 +74,59 @@ async def read_server(
 
     arguments = arguments or {}
     async with connect_client(target, timeout=timeout) as client:
-        listed = await client.list_tools()
-        tools = [to_wire(t) for t in listed.tools]
+        tools, notes = await _every_page(client)
+        tools = [to_wire(t) for t in tools]
         name = "mcp_server"
         info = getattr(client, "server_info", None) or getattr(
             getattr(client, "initialize_result", None), "server_info", None
         )
         if info is not None and getattr(info, "name", None):
             name = str(info.name)
-        out = ServerTools(name, tools)
+        out = ServerTools(name, tools, notes=notes)
         if not record:
             return out
         for tool in tools:
             await _record(client, tool, arguments.get(tool["name"]), out)
     return out
+
+
+#: pages of `tools/list` read at most (a server whose cursors never end is cut there)
+MAX_PAGES = 1000
+
+
+async def _every_page(client: Any) -> tuple[list[Any], list[str]]:
+    """Every tool over every page of `tools/list` (following `nextCursor`), and a note if
+    the pages did not end."""
+    listed = await client.list_tools()
+    tools = list(listed.tools)
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        cursor = getattr(listed, "next_cursor", None) or getattr(listed, "nextCursor", None)
+        if not cursor:
+            return tools, []
+        if cursor in seen:
+            return tools, [f"tools/list gave the cursor {cursor!r:.60} twice; stopped there"]
+        seen.add(cursor)
+        listed = await client.list_tools(cursor=cursor)
+        tools.extend(listed.tools)
+    return tools, [f"tools/list had more than {MAX_PAGES} pages; read the first {MAX_PAGES}"]
+
+
+def failure_cause(exc: BaseException) -> str:
+    """The real cause of a failed import on one line: an exception group (anyio's task
+    groups wrap the one that matters) is opened down to what it holds."""
+    causes: list[BaseException] = []
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, BaseExceptionGroup):
+            stack.extend(reversed(e.exceptions))
+        else:
+            causes.append(e)
+    text = "; ".join(
+        f"{type(c).__name__}: {' '.join(str(c).split()) or type(c).__name__}" for c in causes
+    )
+    return text[:500]
 
 
 async def _record(client: Any, tool: dict[str, Any], given: Any, out: ServerTools) -> None:
