@@ -39,3 +39,24 @@ def test_line_separators_in_a_schema_come_back_as_they_were(tmp_path):
     schema = ops["nul"]["input_schema"]
     assert schema["properties"]["s"]["description"] == "line\u2028sep\x85nel"
     assert ops["nul"]["description"] == "a\x00b \u2028 c\x85d"
+
+
+def test_distinct_tools_stay_distinct_and_the_world_loads(tmp_path, capsys):
+    from faultbench import load_world
+
+    out = tmp_path / "fixture.yaml"
+    assert main(["import", "mcp", "-o", str(out), "--json", "--", *SERVER]) == 0
+    import json
+
+    report = json.loads(capsys.readouterr().out)
+    world = load_world(out)
+    names = [t.name for t in world.tools]
+    assert len(names) == 13
+    assert len(set(names)) == 13
+    assert {"a-b", "a_b", "twice", "twice_2", "peek"} <= set(names)
+    renamed = {r["server"]: r["world"] for r in report["renamed"]}
+    assert set(renamed) == {"café", "日本", "x" * 300, "", "twice"}
+    assert all(len(n) <= 64 for n in names)
+    # a-b and a_b answer from handlers of their own
+    assert world.call("a-b", {}).ok
+    assert world.call("a_b", {}).ok

@@ -24,7 +24,7 @@ from typing import Any
 from ._candidates import candidates
 from ._document import Document
 from ._emit import _block, _comment, _doc, _text, json_text, key, scalar
-from ._names import identifier, record_name, snake
+from ._names import identifier, record_name, snake, tool_name
 from ._openapi_import import ImportedWorld
 from ._shapes import FieldTypes, answer
 
@@ -267,10 +267,10 @@ def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers
             lines.append(f"      {key(fam.record)}:")
             lines.extend(_block(fam.fields, 4))
     lines.append("    operations:")
-    for tool in server.tools:
-        lines.append(f"      {key(tool['name'])}:")
+    for tool, (name, func) in zip(server.tools, world_names(server.tools)):
+        lines.append(f"      {key(name)}:")
         lines.append("        kind: custom")
-        lines.append(f"        handler: {handlers}.{_func(tool['name'])}")
+        lines.append(f"        handler: {handlers}.{func}")
         desc = tool.get("description")
         if desc:
             lines.extend(
@@ -284,6 +284,35 @@ def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers
 
 def _func(tool: str) -> str:
     return identifier(re.sub(r"\W", "_", tool), "tool")
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def world_names(tools: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Per tool, in the server's order: (its name in the world, its handler's name). A name
+    the world file takes (1 to 64 letters, digits, `_`, `-`) and no earlier tool has stays as
+    it is; any other (non-ASCII, too long, empty, a duplicate) is renamed, and so is a
+    handler whose identifier another tool's already has (`a-b` and `a_b`)."""
+    names: set[str] = set()
+    funcs: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for tool in tools:
+        raw = str(tool.get("name", ""))
+        name = raw if _TOOL_NAME.fullmatch(raw) else (tool_name(raw) if raw else "tool")
+        name = _free(name, names, 64)
+        func = _free(_func(name), funcs, 200)
+        out.append((name, func))
+    return out
+
+
+def _free(name: str, taken: set[str], most: int) -> str:
+    found, n = name[:most], 2
+    while found in taken:
+        suffix = f"_{n}"
+        found, n = name[: most - len(suffix)] + suffix, n + 1
+    taken.add(found)
+    return found
 
 
 def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> str:
@@ -302,9 +331,8 @@ def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> st
         "    return {k: v for k, v in args.items() if k in names}",
         "",
     ]
-    for tool in server.tools:
+    for tool, (_, func) in zip(server.tools, world_names(server.tools)):
         name = tool["name"]
-        func = _func(name)
         out.append("")
         out.append(f"def {func}(world: Any, clock: Any, **args: Any) -> Any:")
         if name in crud:
@@ -371,8 +399,19 @@ def import_mcp(
     source = target if isinstance(target, str) else " ".join(target)
     module = identifier(handlers_module, "handlers")
     crud = {t for fam in fams for t in fam.tools.values()}
+    renamed = [
+        {"server": str(t.get("name", "")), "world": name, "handler": func}
+        for t, (name, func) in zip(server.tools, world_names(server.tools))
+        if name != t.get("name")
+    ]
+    for r in renamed:
+        server.notes.append(
+            f"tool {r['server'][:80]!r} is {r['world']!r} in the world (a world tool name is 1 "
+            "to 64 letters, digits, '_' or '-', and each is distinct)"
+        )
     report = {
         "server": server.name,
+        "renamed": renamed,
         "tools": len(server.tools),
         "crud": len(crud),
         "custom": len(server.tools) - len(crud),
