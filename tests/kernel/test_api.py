@@ -144,6 +144,7 @@ LOWLEVEL_NAMES = {
     "WEBHOOK_SIGNATURE_HEADER",
     "WebhookSignatureError",
     "sign_webhook",
+    "spec_for_log",
     "verify_webhook",
     "webhook_url_problem",
 }

@@ -88,7 +88,13 @@ def test_faultbench_report_rebuilds_it_from_saved_logs(pytester):
     from faultbench.cli import main
 
     shop_session(pytester, "--faultbench-events", "ev", "--faultbench-report", "a")
-    assert main(["report", str(pytester.path / "ev"), "-o", str(pytester.path / "b")]) == 0
+    world = str(pytester.path / "world.yaml")  # a log never chooses the world file
+    assert (
+        main(
+            ["report", str(pytester.path / "ev"), "-o", str(pytester.path / "b"), "--world", world]
+        )
+        == 0
+    )
     a = blocks((pytester.path / "a" / REPORT_FILE).read_text())
     b = blocks((pytester.path / "b" / REPORT_FILE).read_text())
     assert a["faultbench-data"]["groups"] == b["faultbench-data"]["groups"]
@@ -97,7 +103,12 @@ def test_faultbench_report_rebuilds_it_from_saved_logs(pytester):
             assert {**a[name], "events_file": None} == {**b[name], "events_file": None}
     # Logs copied without the session file: runs grouped by file name, outcomes unknown.
     (pytester.path / "ev" / "faultbench-session.json").unlink()
-    assert main(["report", str(pytester.path / "ev"), "-o", str(pytester.path / "c")]) == 0
+    assert (
+        main(
+            ["report", str(pytester.path / "ev"), "-o", str(pytester.path / "c"), "--world", world]
+        )
+        == 0
+    )
     c = blocks((pytester.path / "c" / REPORT_FILE).read_text())
     groups = c["faultbench-data"]["groups"]
     assert {g["name"] for g in groups} == {

@@ -107,12 +107,14 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 0
-    out.write_text(imported.world, encoding="utf-8")
     wrote = [str(out)]
+    files = {out: imported.world}
     if imported.handlers:
         handlers = out.with_name(f"{imported.handlers_module}.py")
-        handlers.write_text(imported.handlers, encoding="utf-8")
+        files[handlers] = imported.handlers
         wrote.append(str(handlers))
+    if not _write(files):
+        return 2
     if args.json:
         sys.stdout.write(json.dumps(imported.report, indent=2, sort_keys=False) + "\n")
     records = imported.report["schemas"]["records"]
@@ -122,6 +124,21 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _write(files: dict[Path, str]) -> bool:
+    """Write each file, or say on one line why one cannot be written (a missing folder, a
+    full disk, `/dev/full`); False then."""
+    for path, text in files.items():
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            hint = " (create the folder first)" if isinstance(exc, FileNotFoundError) else ""
+            print(f"{path}: cannot write: {why}{hint}", file=sys.stderr)
+            return False
+    return True
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
@@ -155,15 +172,17 @@ def _run_mcp(args: argparse.Namespace) -> int:
             handlers_module=module, timeout=args.timeout,
         )  # fmt: skip
     except Exception as exc:  # the server's own failure (cannot start, not MCP): one line
-        print(f"cannot read the server's tools: {type(exc).__name__}: {exc}", file=sys.stderr)
+        from faultbench.importers._mcp import failure_cause
+
+        print(f"cannot read the server's tools: {failure_cause(exc)}", file=sys.stderr)
         return 2
     if out is None:
         sys.stdout.write(imported.world)
         print(f"note: the handlers module {module}.py is written only with -o", file=sys.stderr)
         return 0
-    out.write_text(imported.world, encoding="utf-8")
     handlers = out.with_name(f"{imported.handlers_module}.py")
-    handlers.write_text(imported.handlers, encoding="utf-8")
+    if not _write({out: imported.world, handlers: imported.handlers}):
+        return 2
     if args.json:
         sys.stdout.write(json.dumps(imported.report, indent=2) + "\n")
     r = imported.report

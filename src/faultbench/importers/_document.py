@@ -39,24 +39,50 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: the largest document read (the biggest public ones are ~15 MB)
+MAX_DOCUMENT_BYTES = 64 * 2**20
+#: values that YAML aliases (`*name`) may add to a document, over all uses (as a world file)
+MAX_ALIAS_NODES = 100_000
+#: mappings and lists nested in one another (real documents nest at most ~25 levels)
+MAX_NESTING = 100
+
+
 def read_document(path: str | Path) -> dict[str, Any]:
-    """The document at `path` as JSON data. Raises ImportProblem, OSError."""
-    raw = Path(path).read_bytes()
+    """The document at `path` as JSON data. Only a regular file of at most
+    `MAX_DOCUMENT_BYTES` is read; YAML aliases may add at most `MAX_ALIAS_NODES` values, and
+    nesting stops at `MAX_NESTING` levels. Raises ImportProblem (with the reason on one
+    line), OSError."""
+    from faultbench.kernel.lowlevel import read_bounded
+
+    try:
+        raw = read_bounded(path, MAX_DOCUMENT_BYTES)
+    except OSError as exc:
+        raise ImportProblem(
+            f"{path}: cannot read: {exc.strerror or exc}; expected an OpenAPI document"
+        ) from None
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise ImportProblem(
+            f"{path}: larger than {MAX_DOCUMENT_BYTES // 2**20} MiB, the most `faultbench "
+            "import` reads; expected an OpenAPI document (cut it with --paths/--tags after "
+            "splitting it, or trim it first)"
+        )
     text = raw.decode("utf-8-sig", errors="replace")
     data: Any
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ImportProblem(f"{path}: not valid JSON: {exc}") from None
-    else:
-        import yaml
-
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        try:
-            data = _plain(yaml.load(text, Loader=loader))
-        except yaml.YAMLError as exc:
-            raise ImportProblem(f"{path}: not valid YAML: {exc}") from None
+    try:
+        if text.lstrip().startswith("{"):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ImportProblem(f"{path}: not valid JSON: {exc}") from None
+        else:
+            data = _plain(_load_yaml(text, path))
+        _check_nesting(data, path)
+    except RecursionError:
+        raise ImportProblem(_too_deep(path)) from None
+    except ValueError as exc:  # a 5,000-digit integer (int() refuses past 4,300 digits)
+        if isinstance(exc, ImportProblem):
+            raise
+        raise ImportProblem(f"{path}: a value cannot be read: {_line(str(exc))}") from None
     if not isinstance(data, dict):
         raise ImportProblem(f"{path}: expected an OpenAPI document (a mapping at the top)")
     version = str(data.get("openapi", ""))
@@ -150,8 +176,8 @@ class Document:
     def parameters(self, op: dict[str, Any], item: dict[str, Any]) -> list[dict[str, Any]]:
         """The operation's parameters over its path item's (by name and place), resolved."""
         merged: dict[tuple[str, str], dict[str, Any]] = {}
-        for source in (item.get("parameters") or [], op.get("parameters") or []):
-            for p in source:
+        for source in (item.get("parameters"), op.get("parameters")):
+            for p in source if isinstance(source, list) else ():
                 p, _ = self.deref(p)
                 if "name" in p and "in" in p:
                     merged[(str(p["name"]), str(p["in"]))] = p
@@ -160,7 +186,7 @@ class Document:
     def body(self, op: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
         """(media type, schema) of the request body: JSON first, then form encodings."""
         body, _ = self.deref(op.get("requestBody"))
-        content = body.get("content") or {}
+        content = _mapping(body.get("content"))
         for media in _preferred(content):
             schema, _ = self.deref((content[media] or {}).get("schema"))
             return media, schema
@@ -169,18 +195,115 @@ class Document:
     def response(self, op: dict[str, Any]) -> tuple[str | None, Any]:
         """(status, schema node as written) of the first 2xx answer; the node is None when
         that answer has no JSON body."""
-        responses = op.get("responses") or {}
+        responses = _mapping(op.get("responses"))
         for status in sorted(str(s) for s in responses):
             if not (status.startswith("2") or status == "default"):
                 continue
             resp, _ = self.deref(responses.get(status))
-            content = resp.get("content") or {}
+            content = _mapping(resp.get("content"))
             for media in _preferred(content):
                 if "json" in media or media == "*/*":
                     return status, (content[media] or {}).get("schema", {})
             if status.startswith("2"):
                 return status, None
         return None, None
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """`value` when it is a mapping, else an empty one (`responses: 7` has no responses)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def _too_deep(path: str | Path) -> str:
+    return (
+        f"{path}: nested more than {MAX_NESTING} levels deep; expected mappings and lists "
+        "nested a few dozen levels, as OpenAPI documents are"
+    )
+
+
+def _load_yaml(text: str, path: str | Path) -> Any:
+    """YAML through libyaml when pyyaml has it, its aliases counted before any value is
+    built: ten lines of `*a` can stand for billions of values."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            raise ImportProblem(f"{path}: not valid YAML: {_line(str(exc))}") from None
+        if node is None:
+            return None
+        _check_aliases(node, path)
+        try:
+            return loader.construct_document(node)
+        except yaml.YAMLError as exc:
+            raise ImportProblem(f"{path}: not valid YAML: {_line(str(exc))}") from None
+    finally:
+        loader.dispose()
+
+
+def _check_aliases(root: Any, path: str | Path) -> None:
+    """Refuse a node graph whose aliases add more than MAX_ALIAS_NODES values or that
+    refers to itself (iteratively: a deep document must not exhaust the stack here)."""
+    import yaml
+
+    size: dict[int, int] = {}  # id(node) -> values it stands for, aliases expanded
+    seen: set[int] = set()
+    # (node, depth, expanded): a node's children are pushed first, its size summed after
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    written = 0  # values as written, each node once
+    while stack:
+        node, depth, expanded = stack.pop()
+        key = id(node)
+        if not isinstance(node, yaml.CollectionNode):
+            if key not in size:
+                size[key] = 1
+                written += 1
+            continue
+        children = (
+            [c for pair in node.value for c in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+        )
+        if expanded:
+            size[key] = 1 + sum(size.get(id(c), 0) for c in children)
+            written += 1
+            if size[key] - written > MAX_ALIAS_NODES:
+                raise ImportProblem(
+                    f"{path}:{node.start_mark.line + 1}: aliases (*name) expand to more than "
+                    f"{MAX_ALIAS_NODES:,} values in this document (an alias bomb?); expected "
+                    "a document that writes its values out"
+                )
+            continue
+        if key in size:
+            continue  # an alias of a node already counted
+        if key in seen:
+            raise ImportProblem(
+                f"{path}:{node.start_mark.line + 1}: an alias refers to the mapping or list it "
+                "is part of (a cycle); expected a document without cycles"
+            )
+        if depth > MAX_NESTING:
+            raise ImportProblem(_too_deep(path))
+        seen.add(key)
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in size)
+
+
+def _check_nesting(data: Any, path: str | Path) -> None:
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_NESTING:
+                raise ImportProblem(_too_deep(path))
+            stack.extend(
+                (v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)
+            )
 
 
 def _preferred(content: dict[str, Any]) -> list[str]:

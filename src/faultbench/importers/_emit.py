@@ -40,8 +40,7 @@ def quote(text: str) -> str:
         elif ch == "\t":
             out.append("\\t")
         elif not ch.isprintable() or ch in "\ufeff\u2028\u2029":
-            code = ord(ch)
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+            out.append(_yaml_escape(ch))
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
@@ -124,7 +123,9 @@ def _sequence(items: list[Any], indent: int, seen: set[str]) -> Iterator[str]:
 
 
 def _text(head: str, text: str, pad: str) -> Iterator[str]:
-    lines = text.strip("\n").splitlines()
+    # Split on "\n" alone: any other line break (\r, \x85, \u2028) is not printable and
+    # sends the text to a quoted scalar, which keeps it.
+    lines = text.strip("\n").split("\n")
     if (lines and lines[0][:1].isspace()) or any(not ln.isprintable() for ln in lines if ln):
         yield f"{head} {quote(text)}"
         return
@@ -134,7 +135,37 @@ def _text(head: str, text: str, pad: str) -> Iterator[str]:
 
 
 def _comment(text: str) -> str:
-    return " ".join(text.split())
+    """`text` on one line of a YAML comment, whatever it holds: runs of whitespace (line
+    breaks of every kind YAML or Python knows) become one space, and any other character
+    that is not printable is written as an escape (`\\x00`, `\\u202e`), so a document never adds
+    a line to the world file."""
+    return _printable(" ".join(text.split()))
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """`value` as JSON that YAML reads back exactly: UTF-8 kept, but every character that is
+    not printable (a YAML line break such as `\\u2028` or `\\x85`, which a reader would fold
+    into a space, a BOM, a NUL) escaped inside its string."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _NOT_ASCII.sub(lambda m: m[0] if m[0].isprintable() else _yaml_escape(m[0]), text)
+
+
+def _yaml_escape(ch: str) -> str:
+    """A YAML escape of `ch`; a lone surrogate (which no YAML or UTF-8 file can hold) is
+    written as U+FFFD, the replacement character."""
+    code = ord(ch)
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _printable(text: str) -> str:
+    return "".join(
+        ch if ch.isprintable() and ch not in "\ufeff" else ascii(ch)[1:-1] for ch in text
+    )
 
 
 class _Anchors:
@@ -194,7 +225,8 @@ def _operation_body(op: Operation, handlers: str, anchors: _Anchors) -> dict[str
 def world_text(m: Mapping, *, source: str, handlers: str) -> str:
     """The world file. `handlers` is the module name custom operations point at."""
     lines = [
-        f"# Imported from {source} ({_comment(m.title) or 'untitled'}, OpenAPI {m.version})",
+        f"# Imported from {_comment(source)} ({_comment(m.title) or 'untitled'}, "
+        f"OpenAPI {_comment(m.version)})",
         "# by `faultbench import openapi`. An ordinary world file: edit it freely. Each operation",
         "# names the method and path it came from; custom operations answer from generated",
         f"# handlers in {handlers}.py (the smallest value their response schema accepts).",
@@ -223,7 +255,7 @@ def world_text(m: Mapping, *, source: str, handlers: str) -> str:
         if recs:
             lines.append("    records:")
             for r in recs:
-                lines.append(f"      # components.schemas.{r.schema_name}")
+                lines.append(f"      # components.schemas.{_comment(r.schema_name)}")
                 if r.fields:
                     lines.append(f"      {key(r.name)}:")
                     lines.extend(_block(r.fields, 4))
@@ -233,7 +265,9 @@ def world_text(m: Mapping, *, source: str, handlers: str) -> str:
         if ops:
             lines.append("    operations:")
             for o in ops:
-                lines.append(f"      # {o.method.upper()} {o.path} ({_comment(o.operation_id)})")
+                lines.append(
+                    f"      # {o.method.upper()} {_comment(o.path)} ({_comment(o.operation_id)})"
+                )
                 lines.append(f"      {key(o.tool)}:")
                 lines.extend(_block(_operation_body(o, handlers, anchors), 4, seen))
     return "\n".join(lines) + "\n"
@@ -245,7 +279,11 @@ def world_text(m: Mapping, *, source: str, handlers: str) -> str:
 
 
 def _doc(text: str) -> str:
-    return text.replace("\\", "/").replace('"""', "'''").strip()
+    """`text` inside a generated docstring: no backslash or triple quote to end it early, no
+    line break but `\\n`, no character a Python source file cannot hold (a NUL, a lone
+    surrogate): those are written as escapes the docstring reads back."""
+    text = text.replace("\\", "/").replace('"""', "'''").strip()
+    return "\n".join(_printable(line) for line in text.split("\n"))
 
 
 def handlers_text(m: Mapping, *, source: str) -> str:

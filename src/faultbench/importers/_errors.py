@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._document import Document, _preferred
+from ._document import Document, _mapping, _preferred
 
 _KEEP = (
     "type", "properties", "required", "items", "enum", "const", "allOf", "anyOf", "oneOf",
@@ -34,14 +34,14 @@ def error_schemas(doc: Document, op: dict[str, Any]) -> dict[str, tuple[str | No
     """{status key: (component name or None, inlined schema)} of `op`'s error responses,
     in the document's order (`404`, `4XX`, `default`)."""
     out: dict[str, tuple[str | None, Any]] = {}
-    for status, resp in (op.get("responses") or {}).items():
+    for status, resp in _mapping(op.get("responses")).items():
         key = str(status)
         if key.lower() == "default":
             key = "default"
         elif not re.fullmatch(r"[45](\d\d|XX)", key.upper()):
             continue
         body, _ = doc.deref(resp)
-        content = body.get("content") or {}
+        content = _mapping(body.get("content"))
         media = next((m for m in _preferred(content) if "json" in m), None)
         if media is None:
             continue

@@ -23,8 +23,8 @@ from typing import Any
 
 from ._candidates import candidates
 from ._document import Document
-from ._emit import _block, _text, key, scalar
-from ._names import identifier, record_name, snake
+from ._emit import _block, _comment, _doc, _text, json_text, key, scalar
+from ._names import identifier, record_name, snake, tool_name
 from ._openapi_import import ImportedWorld
 from ._shapes import FieldTypes, answer
 
@@ -74,20 +74,59 @@ async def read_server(
 
     arguments = arguments or {}
     async with connect_client(target, timeout=timeout) as client:
-        listed = await client.list_tools()
-        tools = [to_wire(t) for t in listed.tools]
+        tools, notes = await _every_page(client)
+        tools = [to_wire(t) for t in tools]
         name = "mcp_server"
         info = getattr(client, "server_info", None) or getattr(
             getattr(client, "initialize_result", None), "server_info", None
         )
         if info is not None and getattr(info, "name", None):
             name = str(info.name)
-        out = ServerTools(name, tools)
+        out = ServerTools(name, tools, notes=notes)
         if not record:
             return out
         for tool in tools:
             await _record(client, tool, arguments.get(tool["name"]), out)
     return out
+
+
+#: pages of `tools/list` read at most (a server whose cursors never end is cut there)
+MAX_PAGES = 1000
+
+
+async def _every_page(client: Any) -> tuple[list[Any], list[str]]:
+    """Every tool over every page of `tools/list` (following `nextCursor`), and a note if
+    the pages did not end."""
+    listed = await client.list_tools()
+    tools = list(listed.tools)
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        cursor = getattr(listed, "next_cursor", None) or getattr(listed, "nextCursor", None)
+        if not cursor:
+            return tools, []
+        if cursor in seen:
+            return tools, [f"tools/list gave the cursor {cursor!r:.60} twice; stopped there"]
+        seen.add(cursor)
+        listed = await client.list_tools(cursor=cursor)
+        tools.extend(listed.tools)
+    return tools, [f"tools/list had more than {MAX_PAGES} pages; read the first {MAX_PAGES}"]
+
+
+def failure_cause(exc: BaseException) -> str:
+    """The real cause of a failed import on one line: an exception group (anyio's task
+    groups wrap the one that matters) is opened down to what it holds."""
+    causes: list[BaseException] = []
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, BaseExceptionGroup):
+            stack.extend(reversed(e.exceptions))
+        else:
+            causes.append(e)
+    text = "; ".join(
+        f"{type(c).__name__}: {' '.join(str(c).split()) or type(c).__name__}" for c in causes
+    )
+    return text[:500]
 
 
 async def _record(client: Any, tool: dict[str, Any], given: Any, out: ServerTools) -> None:
@@ -205,14 +244,14 @@ def families(tools: Sequence[dict[str, Any]]) -> tuple[list[Family], list[tuple[
 
 def _schema_yaml(schema: dict[str, Any], pad: str) -> list[str]:
     """A JSON Schema as indented JSON (JSON is YAML), kept exactly as the server sent it."""
-    text = json.dumps(schema, indent=2, ensure_ascii=False)
-    lines = text.splitlines()
+    lines = json_text(schema, indent=2).split("\n")
     return [f"{pad}input_schema: {lines[0]}", *(f"{pad}  {ln}" for ln in lines[1:])]
 
 
 def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers: str) -> str:
     lines = [
-        f"# Imported from the MCP server `{source}` by `faultbench import mcp`. Every tool has the",
+        f"# Imported from the MCP server `{_comment(source)}` by `faultbench import mcp`. Every "
+        "tool has the",
         "# server's name, description and input schema; its answer comes from",
         f"# {handlers}.py (CRUD families write and read a record; the rest answer a value",
         "# recorded from the server, or the smallest one their output schema accepts).",
@@ -224,14 +263,14 @@ def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers
     if fams:
         lines.append("    records:")
         for fam in fams:
-            lines.append(f"      # from the arguments of {fam.tools['create']}")
+            lines.append(f"      # from the arguments of {_comment(fam.tools['create'])}")
             lines.append(f"      {key(fam.record)}:")
             lines.extend(_block(fam.fields, 4))
     lines.append("    operations:")
-    for tool in server.tools:
-        lines.append(f"      {key(tool['name'])}:")
+    for tool, (name, func) in zip(server.tools, world_names(server.tools)):
+        lines.append(f"      {key(name)}:")
         lines.append("        kind: custom")
-        lines.append(f"        handler: {handlers}.{_func(tool['name'])}")
+        lines.append(f"        handler: {handlers}.{func}")
         desc = tool.get("description")
         if desc:
             lines.extend(
@@ -247,10 +286,39 @@ def _func(tool: str) -> str:
     return identifier(re.sub(r"\W", "_", tool), "tool")
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def world_names(tools: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Per tool, in the server's order: (its name in the world, its handler's name). A name
+    the world file takes (1 to 64 letters, digits, `_`, `-`) and no earlier tool has stays as
+    it is; any other (non-ASCII, too long, empty, a duplicate) is renamed, and so is a
+    handler whose identifier another tool's already has (`a-b` and `a_b`)."""
+    names: set[str] = set()
+    funcs: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for tool in tools:
+        raw = str(tool.get("name", ""))
+        name = raw if _TOOL_NAME.fullmatch(raw) else (tool_name(raw) if raw else "tool")
+        name = _free(name, names, 64)
+        func = _free(_func(name), funcs, 200)
+        out.append((name, func))
+    return out
+
+
+def _free(name: str, taken: set[str], most: int) -> str:
+    found, n = name[:most], 2
+    while found in taken:
+        suffix = f"_{n}"
+        found, n = name[: most - len(suffix)] + suffix, n + 1
+    taken.add(found)
+    return found
+
+
 def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> str:
     crud = {t: (verb, fam) for fam in fams for verb, t in fam.tools.items()}
     out = [
-        f'"""Handlers of the tools imported from the MCP server `{source}` by `faultbench',
+        f'"""Handlers of the tools imported from the MCP server `{_doc(source)}` by `faultbench',
         "import mcp`. Edit them freely: a handler reads and writes the world's tables, and its",
         'answer is what the agent gets."""',
         "",
@@ -263,9 +331,8 @@ def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> st
         "    return {k: v for k, v in args.items() if k in names}",
         "",
     ]
-    for tool in server.tools:
+    for tool, (_, func) in zip(server.tools, world_names(server.tools)):
         name = tool["name"]
-        func = _func(name)
         out.append("")
         out.append(f"def {func}(world: Any, clock: Any, **args: Any) -> Any:")
         if name in crud:
@@ -332,8 +399,19 @@ def import_mcp(
     source = target if isinstance(target, str) else " ".join(target)
     module = identifier(handlers_module, "handlers")
     crud = {t for fam in fams for t in fam.tools.values()}
+    renamed = [
+        {"server": str(t.get("name", "")), "world": name, "handler": func}
+        for t, (name, func) in zip(server.tools, world_names(server.tools))
+        if name != t.get("name")
+    ]
+    for r in renamed:
+        server.notes.append(
+            f"tool {r['server'][:80]!r} is {r['world']!r} in the world (a world tool name is 1 "
+            "to 64 letters, digits, '_' or '-', and each is distinct)"
+        )
     report = {
         "server": server.name,
+        "renamed": renamed,
         "tools": len(server.tools),
         "crud": len(crud),
         "custom": len(server.tools) - len(crud),

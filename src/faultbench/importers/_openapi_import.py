@@ -39,7 +39,21 @@ def import_openapi(
     with an `Idempotency-Key` header parameter does anyway).
     Raises ImportProblem for a document that is not OpenAPI 3, OSError if it cannot be read."""
     doc = Document(read_document(spec))
-    mapping = map_document(doc, tags=tags, paths=paths, idempotency=idempotency)
+    try:
+        mapping = map_document(doc, tags=tags, paths=paths, idempotency=idempotency)
+    except RecursionError:
+        raise ImportProblem(
+            f"{spec}: its schemas refer to one another too deeply to map; expected schemas "
+            "nested a few dozen levels"
+        ) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        # a part of the document of a shape OpenAPI does not allow, met where the mapping
+        # did not expect it: said on one line, not a traceback
+        raise ImportProblem(
+            f"{spec}: a part of the document is not of the shape OpenAPI 3 gives it "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); check it with an "
+            "OpenAPI validator"
+        ) from None
     source = Path(spec).name
     module = identifier(handlers_module, "handlers")
     return ImportedWorld(

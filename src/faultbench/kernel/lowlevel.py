@@ -51,6 +51,7 @@ from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
+from ._world._replay import spec_for_log as spec_for_log
 from ._world._watch import keep_events as keep_events
 from ._world._watch import watch_log as watch_log
 from ._world._webhooks import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
@@ -119,6 +120,7 @@ __all__ = [
     "running_call",
     "show_repr",
     "sign_webhook",
+    "spec_for_log",
     "to_utc",
     "token_expiry",
     "verify_webhook",

@@ -200,8 +200,8 @@ class CompiledOp:
     flat dict of scalars, so `dict` copies it entirely)."""
 
     __slots__ = (
-        "_feed", "copy", "handler", "kind", "lister", "name", "record", "run", "spec", "tool",
-        "validator", "version",
+        "_feed", "copy", "handler", "kind", "lister", "name", "record", "refs", "run", "spec",
+        "tool", "validator", "version",
     )  # fmt: skip
 
     def __init__(self, spec: WorldSpec, op: OperationSpec):
@@ -230,6 +230,13 @@ class CompiledOp:
         #: the record's `version` field, for `expected_version` (updates only)
         self.version = (
             next((f.name for f in rspec.fields if f.kind == "version"), None) if rspec else None
+        )
+        #: the record's top-level `ref[...]` fields: field -> the table it names (a create
+        #: checks that the row it names exists)
+        self.refs: tuple[tuple[str, str], ...] = (
+            tuple((f.name, f.ref) for f in rspec.fields if f.kind == "ref" and f.ref)
+            if rspec is not None and op.kind == "create"
+            else ()
         )
         if op.idempotency is not None:
             keep = any(p.name == op.idempotency.key for p in op.params)
@@ -268,6 +275,14 @@ class CompiledOp:
         op = self.spec
         if op.set:  # `set:` fields are not arguments; they win anyway
             args.update(op.set)
+        for name, target in self.refs:
+            value = args.get(name)
+            if isinstance(value, str) and value not in tx.state.tables[target]:
+                # as an API answers a create naming a customer it does not have
+                raise InvalidArguments(
+                    f"invalid arguments for {self.name}: {name} names {target} {value!r}, "
+                    f"which does not exist; expected the id of an existing {target}"
+                )
         try:
             record = tx.table(self.record).insert(**args)
         except RecordError as exc:

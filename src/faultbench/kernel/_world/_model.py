@@ -22,7 +22,13 @@ __all__ = ["log_model_call", "log_model_usage"]
 def log_model_call(book: Book, plan: FaultPlan, model: str = "") -> ModelFault:
     """Decide the next model call under `plan` and log it (`ModelCalled`, then the clock
     moved by its latency and timeout). Always logged, faults or none, so that model calls are
-    counted the same way in every run."""
+    counted the same way in every run. A `model` that is not a string is a `TypeError`
+    (it is logged, and a log must decode)."""
+    if not isinstance(model, str):
+        raise TypeError(
+            f"model_call(model) takes the model's name as a string; got {type(model).__name__} "
+            f"{model!r:.60}"
+        )
     with book.lock:
         d = Draft(book.state)
         k = d.state.model_calls + 1

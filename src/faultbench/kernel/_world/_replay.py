@@ -33,6 +33,7 @@ from .._store._events import (
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
+    TokenIssued,
     WebhookAttempted,
     WorldCreated,
     decode_events,
@@ -252,6 +253,20 @@ def _check_seed_rows(spec: WorldSpec, first: WorldCreated, log: list[Event]) -> 
             )
 
 
+def spec_for_log(path: str | os.PathLike[str], first: WorldCreated) -> WorldSpec:
+    """The world file at `path` (one the user named), loaded only if its digest is the one
+    the log's `WorldCreated` records (loading imports its handlers); a `ReplayError` saying
+    so otherwise, and also when the log records no digest to compare."""
+    if not first.digest:
+        raise _at(
+            0,
+            "The log records no digest of its world file (WorldCreated.digest), so nothing "
+            "says the world file is the one it was recorded with; nothing of the file was "
+            "loaded.",
+        )
+    return _load_checked(os.fspath(path), first, True)
+
+
 def _load_checked(path: str, first: WorldCreated, strict: bool) -> WorldSpec:
     """The world file at `path`, its digest compared with the log's before it is loaded
     (loading imports its handler modules)."""
@@ -334,7 +349,11 @@ class _Checker:
 
     def __init__(self, spec: WorldSpec):
         self._fields = {name: {f.name: f for f in r.fields} for name, r in spec.records.items()}
+        self._principals = frozenset(spec.auth.principals) if spec.auth is not None else None
         self._by_type: dict[type[Event], Callable[[State, Any], None]] = {
+            EffectScheduled: self._effect,
+            TokenIssued: self._token,
+            WebhookAttempted: self._attempt,
             WorldCreated: self._first,
             LogRewound: self._first,
             ClockAdvanced: self._clock,
@@ -406,6 +425,64 @@ class _Checker:
             self._typed(ev, ev.changes, fields, whole=False)
             if ev.old:
                 self._same(state, ev, ev.old, set(ev.changes))
+
+    def _effect(self, state: State, ev: EffectScheduled) -> None:
+        """A change scheduled on a table the world declares, to fields of their types."""
+        if not _on_clock(state, ev):
+            return
+        fields = self._fields.get(ev.table)
+        if fields is None:
+            raise ReplayError(
+                f"EffectScheduled {short_repr(ev.effect_id)} changes table "
+                f"{short_repr(ev.table)}, which the world does not declare; expected one of "
+                f"{', '.join(self._fields) or 'no table'}"
+            )
+        self._typed(ev, ev.changes, fields, whole=False)
+        if not ev.due >= ev.at:
+            raise ReplayError(
+                f"EffectScheduled {short_repr(ev.effect_id)} is due at {ev.due.isoformat()}, "
+                f"before it was scheduled ({ev.at.isoformat()}); expected a time to come"
+            )
+        _in_calendar(ev, ev.due)
+
+    def _token(self, state: State, ev: TokenIssued) -> None:
+        """A token for a principal the world's `auth:` block declares."""
+        if not _on_clock(state, ev):
+            return
+        if self._principals is None:
+            raise ReplayError(
+                f"TokenIssued for principal {short_repr(ev.principal)}, but the world has no "
+                "auth: block; expected no tokens"
+            )
+        if ev.principal not in self._principals:
+            raise ReplayError(
+                f"TokenIssued for principal {short_repr(ev.principal)}, which the world's "
+                f"auth: block does not declare; expected one of {', '.join(self._principals)}"
+            )
+        _in_calendar(ev, ev.expires_at)
+
+    def _attempt(self, state: State, ev: WebhookAttempted) -> None:
+        """A delivery attempt numbered from 1, with an HTTP status if any, and an outcome
+        `webhook_attempted` gives."""
+        if not _on_clock(state, ev):
+            return
+        if ev.attempt < 1:
+            raise ReplayError(
+                f"WebhookAttempted of {short_repr(ev.delivery)} is attempt {ev.attempt}; "
+                "expected 1 or more"
+            )
+        if ev.status is not None and not 100 <= ev.status <= 599:
+            raise ReplayError(
+                f"WebhookAttempted of {short_repr(ev.delivery)} has status {ev.status}; "
+                "expected an HTTP status from 100 to 599"
+            )
+        if ev.outcome not in ("succeeded", "failed", "dropped"):
+            raise ReplayError(
+                f"WebhookAttempted of {short_repr(ev.delivery)} has outcome "
+                f"{short_repr(ev.outcome)}; expected succeeded, failed or dropped"
+            )
+        if ev.retry_at is not None:
+            _in_calendar(ev, ev.retry_at)
 
     def _deleted(self, state: State, ev: RecordDeleted) -> None:
         if not _on_clock(state, ev):

@@ -411,6 +411,12 @@ class World:
         depend on how long the endpoint took."""
         if status is None and not error:
             raise ValueError("webhook_attempted needs the endpoint's status, or an error")
+        if status is not None and (
+            isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
+        ):
+            raise ValueError(
+                f"webhook_attempted(status=) takes an HTTP status from 100 to 599; got {status!r}"
+            )
         if at is not None:
             now = self.clock.now()
             if not delivery.due <= at <= now:

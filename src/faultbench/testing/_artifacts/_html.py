@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -29,6 +29,10 @@ from .._gate._usage import Usage, usage_line
 
 if TYPE_CHECKING:
     from faultbench.kernel import Event, WorldSpec
+
+
+#: the world spec a run's events were recorded with, or None (its end state is not shown)
+SpecFor = Callable[[Sequence["Event"]], "WorldSpec | None"]
 
 __all__ = ["REPORT_FILE", "build_report", "spec_of", "write_report"]
 
@@ -74,14 +78,20 @@ def write_report(
     shrinks: dict[str, dict[str, Any]] | None = None,
     title: str = "faultbench run report",
     comparisons: Sequence[Comparison] = (),
+    spec_for: SpecFor | None = None,
 ) -> Path:
-    """Write `DIR/faultbench-report.html`; returns its path."""
+    """Write `DIR/faultbench-report.html`; returns its path. `spec_for` as `build_report`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / REPORT_FILE
     path.write_text(
         build_report(
-            groups, reproduce=reproduce, shrinks=shrinks, title=title, comparisons=comparisons
+            groups,
+            reproduce=reproduce,
+            shrinks=shrinks,
+            title=title,
+            comparisons=comparisons,
+            spec_for=spec_for,
         ),
         encoding="utf-8",
     )
@@ -95,9 +105,14 @@ def build_report(
     shrinks: dict[str, dict[str, Any]] | None = None,
     title: str = "faultbench run report",
     comparisons: Sequence[Comparison] = (),
+    spec_for: SpecFor | None = None,
 ) -> str:
     """The report's HTML text; `comparisons` are `@pytest.mark.compare`'s pairs of groups
-    (a-group, b-group, a, b, margin), shown with their discordant runs side by side."""
+    (a-group, b-group, a, b, margin), shown with their discordant runs side by side.
+    `spec_for(events)` gives the world a run's log was recorded with (its end state is shown
+    against its start); by default the world file its `WorldCreated` names, which only a live
+    session (whose tests loaded it) may use: a saved log is data and never chooses the code
+    that runs (`faultbench report` passes the world the user named)."""
     reproduce = reproduce or {}
     shrinks = shrinks or {}
     overview: list[dict[str, Any]] = []
@@ -109,7 +124,7 @@ def build_report(
         for _, run in sorted(group.runs.items()):
             rid = f"{g_index}-{run.index}"
             cells.append([run.index, run.outcome, run.tolerated, rid])
-            detail = _run_detail(group, run, decoded, specs)
+            detail = _run_detail(group, run, decoded, specs, spec_for or spec_of)
             detail["reproduce"] = reproduce.get(run.nodeid)
             detail["shrink"] = shrinks.get(run.nodeid)
             blocks.append(_script(f"run-{rid}", detail))
@@ -231,6 +246,7 @@ def _run_detail(
     run: Run,
     decoded: dict[int, list[Event]],
     specs: dict[str, WorldSpec | None],
+    spec_for: SpecFor,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "nodeid": run.nodeid,
@@ -256,7 +272,7 @@ def _run_detail(
     events = decoded.get(run.index)
     if events is None:
         events = decoded[run.index] = list(decode_events(run.events.encode()))
-    spec = _spec(events, specs)
+    spec = _spec(events, specs, spec_for)
     out.update(_timeline(events, spec))
     _mark_violations(out, events)
     out["n_events"] = len(events)
@@ -280,11 +296,15 @@ def _run_detail(
     return out
 
 
-def _spec(events: list[Event], specs: dict[str, WorldSpec | None]) -> WorldSpec | None:
+def _spec(
+    events: list[Event], specs: dict[str, WorldSpec | None], spec_for: SpecFor
+) -> WorldSpec | None:
     from faultbench.kernel import WorldCreated
 
     first = events[0] if events else None
     key = f"{first.path}:{first.digest}" if isinstance(first, WorldCreated) else ""
+    if spec_for is not spec_of:
+        return spec_for(events)  # the caller's own rule (and cache)
     if key not in specs:
         specs[key] = spec_of(events)
     return specs[key]

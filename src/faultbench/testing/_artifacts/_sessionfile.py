@@ -89,45 +89,86 @@ def write_session(
     return path
 
 
-def read_session(directory: Path) -> Session:
-    """The groups of a folder of event logs, with their events loaded. Raises OSError when
-    the folder cannot be read, ValueError when it holds nothing to show."""
+#: the largest session file read
+MAX_SESSION_BYTES = 64 * 2**20
+
+
+def _read_text(path: Path) -> str:
+    """A log as text, read as a regular file of at most 1 GiB (what `replay` reads)."""
+    from faultbench.kernel.lowlevel import read_bounded
+
+    limit = 1024 * 2**20
+    data = read_bounded(path, limit)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit // 2**20} MiB; expected an event log")
+    return data.decode("utf-8", "replace")
+
+
+def read_session(directory: Path, read: Callable[[Path], str] | None = None) -> Session:
+    """The groups of a folder of event logs, with their events loaded (by `read`, default:
+    as text, regular files only, bounded). Raises OSError when the folder cannot be read,
+    ValueError when it holds nothing to show or its session file is not one."""
+    read = read or _read_text
     meta = directory / SESSION_FILE
     if meta.exists():
-        data = json.loads(meta.read_text())
-        groups, reproduce = [], {}
-        for g in data.get("groups", []):
-            group = Group(g["name"], g["total"], g.get("min_pass_rate"))
-            for r in g["runs"]:
-                run = Run(
-                    r["nodeid"],
-                    r["index"],
-                    outcome=r["outcome"],
-                    tolerated=r.get("tolerated", False),
-                    message=r.get("message"),
-                    summary=r.get("summary"),
-                    state_hash=r.get("state_hash"),
-                    **{key: r[key] for key in GRADE_FIELDS if key in r},
-                )
-                if r.get("events_file"):
-                    path = directory / r["events_file"]
-                    run.events_file = str(path)
-                    if path.exists():
-                        run.events = path.read_text()
-                if r.get("reproduce"):
-                    reproduce[run.nodeid] = r["reproduce"]
-                group.runs[run.index] = run
-            groups.append(group)
-        return Session(groups, reproduce, dict(data.get("shrinks", {})))
+        from faultbench.kernel.lowlevel import read_bounded
+
+        raw = read_bounded(meta, MAX_SESSION_BYTES)
+        if len(raw) > MAX_SESSION_BYTES:
+            raise ValueError(f"{meta}: larger than {MAX_SESSION_BYTES // 2**20} MiB")
+        try:
+            return _session(directory, json.loads(raw), read)
+        except RecursionError:
+            raise ValueError(f"{meta}: nested too deeply; expected a session file") from None
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(
+                f"{meta}: not a session file written by faultbench ({type(exc).__name__}: "
+                f"{str(exc)[:100]})"
+            ) from None
     by_group: dict[str, Group] = {}
     for path in sorted(directory.glob("*.jsonl")):
         m = _RUN_FILE.match(path.name)
         name, index = (m["group"], int(m["index"])) if m else (path.stem, 0)
         group = by_group.setdefault(name, Group(name, 0, None))
         run = Run(f"{name}[run{index}]", index, outcome="unknown", events_file=str(path))
-        run.events = path.read_text()
+        run.events = read(path)
         group.runs[index] = run
         group.total = len(group.runs)
     if not by_group:
         raise ValueError(f"{directory}: no event logs (*.jsonl) and no {SESSION_FILE}")
     return Session(list(by_group.values()))
+
+
+def _session(directory: Path, data: Any, read: Callable[[Path], str]) -> Session:
+    groups, reproduce = [], {}
+    for g in data.get("groups", []):
+        group = Group(g["name"], g["total"], g.get("min_pass_rate"))
+        for r in g["runs"]:
+            run = Run(
+                r["nodeid"],
+                r["index"],
+                outcome=r["outcome"],
+                tolerated=r.get("tolerated", False),
+                message=r.get("message"),
+                summary=r.get("summary"),
+                state_hash=r.get("state_hash"),
+                **{key: r[key] for key in GRADE_FIELDS if key in r},
+            )
+            name = r.get("events_file")
+            if name:
+                # a file name in the folder, as write_session writes it: never a path the
+                # session file chooses (`../../etc/...`)
+                if not isinstance(name, str) or Path(name).name != name or name in (".", ".."):
+                    raise ValueError(
+                        f"{directory / SESSION_FILE}: events_file {str(name)[:80]!r} is not a "
+                        "file name in its folder; expected the name of an event log beside it"
+                    )
+                path = directory / name
+                run.events_file = str(path)
+                if path.exists():
+                    run.events = read(path)
+            if r.get("reproduce"):
+                reproduce[run.nodeid] = r["reproduce"]
+            group.runs[run.index] = run
+        groups.append(group)
+    return Session(groups, reproduce, dict(data.get("shrinks", {})))

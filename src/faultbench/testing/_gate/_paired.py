@@ -134,10 +134,35 @@ def runs_for_margin(rate: float, margin: float, z: float = _Z95) -> int:
     threshold `margin` away (above or below) with 95% confidence."""
     if not (0 <= rate <= 1) or not (0 < margin < 1):
         raise ValueError(f"expected 0 <= rate <= 1 and 0 < margin < 1; got {rate}, {margin}")
+    if wilson_reach(rate, MAX_PLANNED_RUNS, z) > margin:
+        raise ValueError(
+            f"a margin of {margin:g} at a rate of {rate:g} needs more than {MAX_PLANNED_RUNS:,} "
+            f"runs; expected a margin of at least {_smallest_margin(rate, z):.2g}"
+        )
+    # The reach shrinks as n grows: step through the first runs (where it is not quite
+    # monotone at the ends), then bisect, so a small margin costs ~25 steps, not millions.
     n = 1
-    while wilson_reach(rate, n, z) > margin:
+    while n < _STEPPED and wilson_reach(rate, n, z) > margin:
         n += 1
-    return n
+    if n < _STEPPED:
+        return n
+    lo, hi = _STEPPED - 1, MAX_PLANNED_RUNS  # reach(lo) > margin >= reach(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if wilson_reach(rate, mid, z) > margin:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+#: the most runs `runs_for_margin` plans (a margin needing more is an error, not a wait)
+MAX_PLANNED_RUNS = 10_000_000
+_STEPPED = 1_000
+
+
+def _smallest_margin(rate: float, z: float) -> float:
+    return wilson_reach(rate, MAX_PLANNED_RUNS, z)
 
 
 def wilson_reach(p: float, n: int, z: float = _Z95) -> float:
