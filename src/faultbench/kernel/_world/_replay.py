@@ -360,7 +360,6 @@ class _Checker:
             RecordCreated: self._created,
             RecordUpdated: self._updated,
             RecordDeleted: self._deleted,
-            WebhookAttempted: self._behind,
             FaultInjected: self._fault,
         }
 
@@ -463,9 +462,8 @@ class _Checker:
 
     def _attempt(self, state: State, ev: WebhookAttempted) -> None:
         """A delivery attempt numbered from 1, with an HTTP status if any, and an outcome
-        `webhook_attempted` gives."""
-        if not _on_clock(state, ev):
-            return
+        `webhook_attempted` gives, stamped at or before the clock (`_behind`)."""
+        self._behind(state, ev)
         if ev.attempt < 1:
             raise ReplayError(
                 f"WebhookAttempted of {short_repr(ev.delivery)} is attempt {ev.attempt}; "
