@@ -51,6 +51,9 @@ from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
+from ._world._current import AgentCall as AgentCall
+from ._world._current import note_agent_call as note_agent_call
+from ._world._current import recording_agent_calls as recording_agent_calls
 from ._world._watch import keep_events as keep_events
 from ._world._watch import watch_log as watch_log
 from ._world._webhooks import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER

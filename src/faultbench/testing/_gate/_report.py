@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._hints import budget_hint
 from ._stats import Gate, decide
 from ._usage import Usage, over_budget
 
@@ -77,6 +78,19 @@ class Group:
     total: int
     min_pass_rate: float | None
     runs: dict[int, Run] = field(default_factory=dict)
+    #: where the test is defined: (path relative to the rootdir, 0-based line)
+    location: tuple[str, int | None] | None = None
+    #: (world file name, its fault rules) when its runs left the file's `faults:` off
+    faults_off: tuple[str, int] | None = None
+
+    def faults_note(self) -> str:
+        """`faults: off (world.yaml has 2 rules; add @pytest.mark.faults())`, or ""."""
+        if self.faults_off is None:
+            return ""
+        name, n = self.faults_off
+        return (
+            f"faults: off ({name} has {n} rule{'s' if n != 1 else ''}; add @pytest.mark.faults())"
+        )
 
     def counts(self) -> tuple[int, int, int]:
         outcomes = [r.outcome for r in self.runs.values()]
@@ -196,6 +210,12 @@ class Tally:
                     data["group"], data["total"], data.get("min_pass_rate")
                 )
             group.runs[run.index] = run
+            if group.location is None and data.get("location"):
+                path, line = data["location"]
+                group.location = (path, line)
+            if data.get("faults_off"):
+                name, n = data["faults_off"]
+                group.faults_off = (name, n)
             return group
         return None
 
@@ -228,6 +248,8 @@ def render_group(
     if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
+    if group.faults_off is not None:
+        lines.append("    " + group.faults_note())
     attack = group.attack_line()
     if attack:
         lines.append(attack)
@@ -250,6 +272,9 @@ def render_group(
         if n >= DETAILED_FAILURES and not verbose:
             lines.append(f"        Reproduce: {reproduce(run.nodeid)}")
             continue
+        hint = budget_hint(run.message)
+        if hint is not None:
+            lines.append(f"        Note: {hint}")
         if run.message:
             message = run.message.splitlines()
             lines += ["        " + m for m in message[:12]]
