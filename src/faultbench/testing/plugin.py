@@ -38,9 +38,9 @@ from ._gate._runs import (
     registered_markers,
     run_id,
 )
-from ._gate._stats import decided, pass_hat_k
+from ._gate._stats import decided
 from ._plugin._async import run_coroutine_test, trio_variants
-from ._plugin._ci import github_annotation, send_gate_reports, step_summary
+from ._plugin._ci import github_annotation, group_properties, send_gate_reports, step_summary
 from ._plugin._command import ServeCommand
 from ._plugin._compare import ComparePlugin, compare_spec
 from ._plugin._concurrent import ConcurrentRuns, add_concurrency_option
@@ -816,7 +816,7 @@ class FaultbenchSession:
         if report.when == "call":
             self.logs.attach(self.tally, report.nodeid)
         if group is not None and group.complete and not self.worker:
-            report.user_properties.extend(_group_properties(group))
+            report.user_properties.extend(group_properties(group))
 
     def _write_events(self, nodeid: str, events: str) -> str:
         assert self.events_dir is not None
@@ -839,7 +839,7 @@ class FaultbenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         send_gate_reports(
             self.config,
-            [(g, gate.ok, self._lines(g), _group_properties(g)) for g, gate in counted],
+            [(g, gate.ok, self._lines(g), group_properties(g)) for g, gate in counted],
         )
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if _on_github() and summary and counted:
@@ -945,24 +945,3 @@ def _handler_tracebacks(world: Any) -> str:
 
 def _first_error(group: Group) -> int:
     return min(i for i, r in group.runs.items() if r.outcome == "error")
-
-
-def _group_properties(group: Group) -> list[tuple[str, object]]:
-    """The group's pass rate as JUnit XML properties (on its last run's test case)."""
-    gate = group.gate()
-    lo, hi = gate.interval
-    props: list[tuple[str, object]] = [
-        ("faultbench_group", group.name),
-        ("faultbench_passed", gate.passed),
-        ("faultbench_ran", gate.ran),
-        ("faultbench_pass_rate", round(gate.rate, 4)),
-        ("faultbench_ci95", f"{lo:.4f}-{hi:.4f}"),
-    ]
-    p3 = pass_hat_k(gate.passed, gate.ran, 3)
-    if p3 is not None:
-        props.append(("faultbench_pass_hat_3", round(p3, 4)))
-    props += [
-        ("faultbench_min_pass_rate", gate.min_pass_rate),
-        ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
-    ]
-    return props + group_usage(group)[1]

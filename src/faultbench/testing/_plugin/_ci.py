@@ -19,7 +19,16 @@ from typing import Any, Literal
 
 import pytest
 
-__all__ = ["gate_nodeid", "github_annotation", "send_gate_reports", "step_summary"]
+from .._gate._stats import pass_hat_k
+from ._usage import group_usage
+
+__all__ = [
+    "gate_nodeid",
+    "github_annotation",
+    "group_properties",
+    "send_gate_reports",
+    "step_summary",
+]
 
 When = Literal["setup", "call", "teardown"]
 Outcome = Literal["passed", "failed", "skipped"]
@@ -121,3 +130,24 @@ def step_summary(rows: Sequence[tuple[str, Any]], display: Callable[[str], str])
             f"{lo:.1%}-{hi:.1%} | {gate.min_pass_rate:g} | {verdict} |"
         )
     return "\n".join(out) + "\n"
+
+
+def group_properties(group: Any) -> list[tuple[str, object]]:
+    """The group's pass rate as JUnit XML properties (on its last run's test case)."""
+    gate = group.gate()
+    lo, hi = gate.interval
+    props: list[tuple[str, object]] = [
+        ("faultbench_group", group.name),
+        ("faultbench_passed", gate.passed),
+        ("faultbench_ran", gate.ran),
+        ("faultbench_pass_rate", round(gate.rate, 4)),
+        ("faultbench_ci95", f"{lo:.4f}-{hi:.4f}"),
+    ]
+    p3 = pass_hat_k(gate.passed, gate.ran, 3)
+    if p3 is not None:
+        props.append(("faultbench_pass_hat_3", round(p3, 4)))
+    props += [
+        ("faultbench_min_pass_rate", gate.min_pass_rate),
+        ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
+    ]
+    return props + group_usage(group)[1]
