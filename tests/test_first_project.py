@@ -292,7 +292,9 @@ def test_common_mistakes_in_a_new_project_get_an_honest_verdict(tmp_path):
     assert sync.endswith("does not apply until the set-up works)")
     assert "never awaited" in "\n".join(runs[0])
     assert "`async def`" in "\n".join(runs[0])
-    assert "-> PASS\n    faults: off (world.yaml has 1 rule; add @pytest.mark.faults())" in out
+    lines = out.splitlines()
+    after = lines[lines.index(passed[0]) + 1]
+    assert after == "    faults: off (world.yaml has 1 rule; add @pytest.mark.faults())"
     old, runs = _group(out, "tests/test_mistakes.py::test_old_readme")
     assert "set-up problem" in old
     text = "\n".join(runs[0])

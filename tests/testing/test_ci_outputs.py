@@ -109,3 +109,50 @@ def test_outside_github_actions_nothing_is_annotated(fb, monkeypatch):
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     result = fb.runpytest("--faultbench-no-early-stop")
     assert not [line for line in result.stdout.lines if line.startswith("::error")]
+
+
+FAULTED = """
+import pytest
+from naive import naive
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.faults({"payments.issue_refund": {"errors": {"timeout": 0.4}}})
+@pytest.mark.runs(10)
+@pytest.mark.min_pass_rate(0.9)
+def test_refund(world):
+    naive(world)
+    assert len(world.refunds.where(order_id="1")) == 1
+"""
+
+
+def test_fault_figures_under_the_gate_and_in_the_json_file(fb):
+    import json
+
+    fb.makepyfile(test_faulted=FAULTED)
+    result = fb.runpytest("--faultbench-no-early-stop", "--faultbench-json", "out/gates.json")
+    out = result.stdout.str()
+    data = json.loads((fb.path / "out" / "gates.json").read_text())
+    (gate,) = data["gates"]
+    assert gate["gate"] == "test_faulted.py::test_refund"
+    assert gate["ran"] == 10
+    timeouts = gate["faults"]["kinds"]["timeout"]
+    failed = 10 - gate["passed"]
+    assert failed > 0  # the seeds of this world make some runs meet the timeout
+    # a naive agent fails exactly when it met the timeout after commit
+    assert timeouts == {"met": failed, "passed": 0}
+    assert gate["faults"]["failed_after_fault"] == failed
+    assert gate["faults"]["failed_without_fault"] == 0
+    assert [r["faults_met"] for r in gate["failing_runs"]] == [["timeout"]] * failed
+    assert all(
+        r["reproduce"].startswith('pytest "test_faulted.py::test_refund[run')
+        for r in gate["failing_runs"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "test_faulted.py::test_refund: *",
+            f"    faults met: timeout: met in {failed} run{'s' if failed > 1 else ''}, 0 passed",
+            f"    failing runs: {failed} failed after their first fault, 0 without meeting one",
+        ]
+    )
+    assert gate["verdict"] == ("PASS" if "-> PASS" in out else "FAIL")

@@ -40,7 +40,14 @@ from ._gate._runs import (
 )
 from ._gate._stats import decided
 from ._plugin._async import run_coroutine_test, trio_variants
-from ._plugin._ci import github_annotation, group_properties, send_gate_reports, step_summary
+from ._plugin._ci import (
+    faults_met,
+    github_annotation,
+    group_properties,
+    send_gate_reports,
+    step_summary,
+    write_json,
+)
 from ._plugin._command import ServeCommand
 from ._plugin._compare import ComparePlugin, compare_spec
 from ._plugin._concurrent import ConcurrentRuns, add_concurrency_option
@@ -108,6 +115,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="write each run's event log to DIR as JSON Lines (faultbench replay FILE)",
+    )
+    group.addoption(
+        "--faultbench-json",
+        metavar="FILE",
+        default=None,
+        help="write a machine-readable summary of every gate to FILE (JSON): counts, pass "
+        "rate, interval, verdict, fault figures, failing runs and their reproduce commands",
     )
     add_output_options(group)
     add_concurrency_option(group)
@@ -728,6 +742,7 @@ class FaultbenchSession:
                 report.sections.append(("faultbench: handler tracebacks", crashes))
                 data["crashes"] = crashes
         if call.when == "call" and world is not None:
+            data["faults_met"] = faults_met(world)
             data["summary"] = world.trace.summary()
             data["world_file"] = world.spec.path
             self.logs.put(item.nodeid, world, data)  # as text only for who needs it
@@ -841,6 +856,9 @@ class FaultbenchSession:
             self.config,
             [(g, gate.ok, self._lines(g), group_properties(g)) for g, gate in counted],
         )
+        json_file = self.config.getoption("faultbench_json", None)
+        if json_file:
+            write_json(Path(json_file), [(g, gate) for g, gate in counted], self._reproduce)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if _on_github() and summary and counted:
             with open(summary, "a", encoding="utf-8") as f:

@@ -61,6 +61,8 @@ class Run:
     usage: dict[str, Any] | None = None  # `_usage.Usage` figures: model calls, tokens, cost
     #: the test's `budget(per="group")` limits, by `BUDGET_KEYS` name
     group_budget: dict[str, float] | None = None
+    #: the fault kinds the run met (None: no world to ask)
+    faults_met: list[str] | None = None
     #: the run's events themselves, when they never left this process (the plugin ships
     #: `events` only to a consumer that needs the text: `_plugin/_logs.py`)
     log: Sequence[Event] | None = field(default=None, repr=False)
@@ -119,6 +121,42 @@ class Group:
             return ()
         total = Usage.total([Usage(**r.usage) for r in ran if r.usage])
         return tuple(over_budget(total, budget))
+
+    def fault_figures(self) -> dict[str, Any]:
+        """Per fault kind the runs that ran met: {"kinds": {kind: {"met": n, "passed": p}},
+        "failed_after_fault": a, "failed_without_fault": b}."""
+        ran = [r for r in self.runs.values() if r.outcome in ("passed", "failed")]
+        kinds: dict[str, dict[str, int]] = {}
+        for r in sorted(ran, key=lambda r: r.index):
+            for kind in r.faults_met or ():
+                k = kinds.setdefault(kind, {"met": 0, "passed": 0})
+                k["met"] += 1
+                k["passed"] += r.outcome == "passed"
+        failed = [r for r in ran if r.outcome == "failed"]
+        return {
+            "kinds": kinds,
+            "failed_after_fault": sum(bool(r.faults_met) for r in failed),
+            "failed_without_fault": sum(not r.faults_met for r in failed),
+        }
+
+    def fault_lines(self) -> list[str]:
+        """`faults met: timeout: met in 4 runs, 2 passed; ...` and where the failing runs
+        failed, under the gate line; none when no run met a fault."""
+        figures = self.fault_figures()
+        if not figures["kinds"]:
+            return []
+        parts = [
+            f"{kind}: met in {k['met']} run{'s' if k['met'] != 1 else ''}, {k['passed']} passed"
+            for kind, k in figures["kinds"].items()
+        ]
+        lines = ["    faults met: " + "; ".join(parts)]
+        after, before = figures["failed_after_fault"], figures["failed_without_fault"]
+        if after or before:
+            lines.append(
+                f"    failing runs: {after} failed after their first fault, {before} without "
+                "meeting one"
+            )
+        return lines
 
     def attack_line(self) -> str:
         """`under attack: ...`: how the runs that received an injection did, attack success
@@ -194,7 +232,7 @@ class Tally:
                 "summary", "events", "state_hash", "events_file", "world_file", "crashes",
                 "score", "milestones", "min_mean_score", "violations",
                 "attacked", "utility", "attack_succeeded",
-                "usage", "group_budget",
+                "usage", "group_budget", "faults_met",
             ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
@@ -250,6 +288,7 @@ def render_group(
     lines = [f"{display(group.name)}: {gate.line()}"]
     if group.faults_off is not None:
         lines.append("    " + group.faults_note())
+    lines += group.fault_lines()
     attack = group.attack_line()
     if attack:
         lines.append(attack)

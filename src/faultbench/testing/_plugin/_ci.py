@@ -151,3 +151,54 @@ def group_properties(group: Any) -> list[tuple[str, object]]:
         ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
     ]
     return props + group_usage(group)[1]
+
+
+def faults_met(world: Any) -> list[str]:
+    """The fault kinds a run's world injected, in the order first met."""
+    from faultbench.kernel import FaultInjected
+
+    kinds: dict[str, None] = {}
+    for event in world.events:
+        if isinstance(event, FaultInjected):
+            kinds.setdefault(event.kind, None)
+    return list(kinds)
+
+
+def write_json(
+    path: Path, gates: Sequence[tuple[Any, Any]], reproduce: Callable[[str], str]
+) -> None:
+    """`--faultbench-json FILE`: every gate as data."""
+    import json
+
+    out = []
+    for group, gate in gates:
+        lo, hi = gate.interval
+        out.append(
+            {
+                "gate": group.name,
+                "verdict": "PASS" if gate.ok else "FAIL",
+                "passed": gate.passed,
+                "ran": gate.ran,
+                "skipped": gate.stopped,
+                "setup_problems": gate.errors,
+                "pass_rate": gate.rate,
+                "ci95": [lo, hi],
+                "min_pass_rate": gate.min_pass_rate,
+                "faults_off": group.faults_note() or None,
+                "faults": group.fault_figures(),
+                "failing_runs": [
+                    {
+                        "run": r.index,
+                        "outcome": "set-up problem" if r.outcome == "error" else "failed",
+                        "tolerated": r.tolerated,
+                        "calls": r.summary,
+                        "faults_met": r.faults_met or [],
+                        "message": r.problem or r.message,
+                        "reproduce": reproduce(r.nodeid),
+                    }
+                    for r in group.failing()
+                ],
+            }
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"gates": out}, indent=2) + "\n")
