@@ -116,6 +116,13 @@ def _group(out: str, name: str) -> tuple[str, dict[int, list[str]]]:
     return lines[head], runs
 
 
+def failing_head(out: str, name: str) -> list[str]:
+    """The three lines under group `name`'s gate line: its fault figures, its first run."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(name + ": "))
+    return lines[at + 1 : at + 4]
+
+
 def _check_failing_runs(runs: dict[int, list[str]], nodeid: str, extra: str = "") -> None:
     assert runs
     for index, shown in runs.items():
@@ -166,7 +173,7 @@ def test_the_readme_path_from_uv_init_to_a_first_gate(tmp_path):
     blind, failing = _group(done.stdout, blind_id)
     shown = blocks["console"][2].splitlines()  # the README shows this output
     assert blind == shown[0]
-    assert shown[1] in done.stdout.splitlines()
+    assert shown[1:4] == failing_head(done.stdout, blind_id)
     _check_failing_runs(failing, blind_id)
     assert "1 gate failed" in done.stdout.splitlines()[-1]
     # the printed line, run in the shell as printed, gives the same failure
