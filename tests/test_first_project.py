@@ -74,7 +74,10 @@ class Shell:
         start = time.perf_counter()
         before = set(self.cwd.iterdir())
         done = self._run(command, offline=True)
-        if done.returncode != 0 and "network was disabled" in done.stderr + done.stdout:
+        said = (done.stderr + done.stdout).lower()
+        if done.returncode != 0 and (
+            "network was disabled" in said or "network connectivity is disabled" in said
+        ):
             # A cache that never saw these packages: undo what the offline attempt made (a
             # `uv init` that succeeded before `uv add` failed) and go online.
             for made in set(self.cwd.iterdir()) - before:
@@ -113,6 +116,13 @@ def _group(out: str, name: str) -> tuple[str, dict[int, list[str]]]:
     return lines[head], runs
 
 
+def failing_head(out: str, name: str) -> list[str]:
+    """The three lines under group `name`'s gate line: its fault figures, its first run."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(name + ": "))
+    return lines[at + 1 : at + 4]
+
+
 def _check_failing_runs(runs: dict[int, list[str]], nodeid: str, extra: str = "") -> None:
     assert runs
     for index, shown in runs.items():
@@ -128,7 +138,8 @@ def _check_failing_runs(runs: dict[int, list[str]], nodeid: str, extra: str = ""
             rf"run{index} retried \(call 3\) -> refund 2 created",
             text,
         )
-        assert f'        Reproduce: pytest "{nodeid}[run{index}]"{extra}' in shown
+        # the launcher the user ran: a bare `pytest` may be another installation's
+        assert f'        Reproduce: uv run pytest "{nodeid}[run{index}]"{extra}' in shown
 
 
 def test_the_readme_path_from_uv_init_to_a_first_gate(tmp_path):
@@ -162,9 +173,18 @@ def test_the_readme_path_from_uv_init_to_a_first_gate(tmp_path):
     blind, failing = _group(done.stdout, blind_id)
     shown = blocks["console"][2].splitlines()  # the README shows this output
     assert blind == shown[0]
-    assert shown[1] in done.stdout.splitlines()
+    assert shown[1:4] == failing_head(done.stdout, blind_id)
     _check_failing_runs(failing, blind_id)
     assert "1 gate failed" in done.stdout.splitlines()[-1]
+    # the printed line, run in the shell as printed, gives the same failure
+    index = min(failing)
+    line = next(x for x in failing[index] if "Reproduce: " in x).split("Reproduce: ", 1)[1]
+    again = shell.run(line, check=False)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "AssertionError: assert 2 == 1" in again.stdout
+    assert f"    run{index} (tolerated): get_order → issue_refund!timeout → issue_refund" in (
+        again.stdout.splitlines()
+    )
 
     # with pytest-xdist, and through the stdio fixture: the same verdicts and failing runs.
     # The first 11 runs (where the run above stopped), every one of them: early stop is
@@ -185,3 +205,129 @@ def test_the_readme_path_from_uv_init_to_a_first_gate(tmp_path):
     _check_failing_runs(over_stdio, stdio_id, extra=" --runs 11")
     assert sorted(over_stdio) == sorted(everywhere) == sorted(failing)
     print("\n".join(f"{seconds:6.1f}s  {command}" for command, seconds in shell.timings))
+
+
+#: faultbench 0.1's README world: no seed rows, so `pick` finds nothing
+OLD_WORLD = """
+services:
+  orders:
+    records: { order: { id: str, status: enum[placed, delivered, returned], total: float } }
+    operations: { get_order: { kind: get, record: order } }
+  payments:
+    records: { refund: { id: str, order_id: str, amount: float } }
+    operations: { issue_refund: { kind: create, record: refund } }
+faults:
+  payments.issue_refund: { errors: { timeout: 0.10 } }
+"""
+
+MISTAKES = """
+import pytest
+
+from faultbench.integrations import Reply, ToolCall
+from faultbench.integrations.pydantic_ai import run_agent, scripted_model
+
+from test_refund import PROMPT, careful
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.faults()
+@pytest.mark.runs(20)
+@pytest.mark.min_pass_rate(0.95)
+def test_sync_without_await(world):
+    run = run_agent(scripted_model(careful), PROMPT, mcp=world)
+    assert run is not None
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(20)
+@pytest.mark.min_pass_rate(0.95)
+async def test_faults_forgotten(world):
+    run = await run_agent(scripted_model(careful), PROMPT, mcp=world)
+    assert run.ok, run.error
+
+
+@pytest.mark.world("old_world.yaml")
+@pytest.mark.faults()
+@pytest.mark.runs(20)
+@pytest.mark.min_pass_rate(0.95)
+async def test_old_readme(world):
+    order = world.orders.pick(status="delivered")
+    run = await run_agent(scripted_model(careful), f"Refund order {order.id}", mcp=world)
+    assert run.ok
+"""
+
+REPEAT = """
+import pytest
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.repeat(20)
+@pytest.mark.min_pass_rate(0.95)
+def test_repeated(world):
+    pass
+"""
+
+
+def test_common_mistakes_in_a_new_project_get_an_honest_verdict(tmp_path):
+    """Issue 39's headline rows in a project made by `uv init`: no green gate from a test that
+    never ran its agent, faults left off said, an empty table a set-up problem, a repeat
+    marker refused, and the gates in JUnit XML as a CI reads them."""
+    blocks = _section()
+    setup = blocks["console"][0]
+    world_yaml, test_py = blocks["yaml"][0], blocks["python"][0]
+    shell = Shell(tmp_path)
+    commands = [line.removeprefix("$ ") for line in setup.splitlines() if line.startswith("$ ")]
+    shell.run(" && ".join(c.replace("/path/to/faultbench", str(ROOT)) for c in commands))
+    project = tmp_path / "refunds"
+    tests = project / "tests"
+    tests.mkdir()
+    (tests / "world.yaml").write_text(world_yaml)
+    (tests / "old_world.yaml").write_text(OLD_WORLD)
+    (tests / "test_refund.py").write_text(test_py)
+    (tests / "test_mistakes.py").write_text(MISTAKES)
+    shell.cwd = project
+
+    done = shell.run("uv run pytest tests/test_mistakes.py --junitxml=report.xml", check=False)
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    passed = [line for line in out.splitlines() if "-> PASS" in line]
+    # the one green gate is the one whose agent ran (fault-free, and it says so)
+    assert [line.split(":")[0] for line in passed] == ["tests/test_mistakes.py"]
+    assert "::test_faults_forgotten:" in passed[0]
+    sync, runs = _group(out, "tests/test_mistakes.py::test_sync_without_await")
+    assert "set-up problem in 1 of" in sync
+    assert sync.endswith("does not apply until the set-up works)")
+    assert "never awaited" in "\n".join(runs[0])
+    assert "`async def`" in "\n".join(runs[0])
+    lines = out.splitlines()
+    after = lines[lines.index(passed[0]) + 1]
+    assert after == "    faults: off (world.yaml has 1 rule; add @pytest.mark.faults())"
+    old, runs = _group(out, "tests/test_mistakes.py::test_old_readme")
+    assert "set-up problem" in old
+    text = "\n".join(runs[0])
+    assert "the order table is empty" in text
+    assert "seed it in the world file" in text
+    assert "(tolerated)" not in out
+
+    # JUnit XML as a CI reads it: the failed gates are failures
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(project / "report.xml").getroot().find("testsuite")
+    assert suite is not None
+    # the sync test's and the old README's first runs (set-up problems), and their two gates
+    assert int(suite.get("failures", "0")) == 4
+    gates = {
+        c.get("name"): c for c in suite.iter("testcase") if c.get("name", "").endswith("[gate]")
+    }
+    assert sorted(gates) == [
+        "test_faults_forgotten[gate]",
+        "test_old_readme[gate]",
+        "test_sync_without_await[gate]",
+    ]
+    assert gates["test_faults_forgotten[gate]"].find("failure") is None
+
+    (tests / "test_repeat.py").write_text(REPEAT)
+    done = shell.run("uv run pytest tests/test_repeat.py", check=False)
+    assert done.returncode != 0
+    assert "unknown marker @pytest.mark.repeat" in done.stdout
+    assert "@pytest.mark.runs(n)" in done.stdout

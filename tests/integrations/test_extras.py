@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -45,3 +46,25 @@ def test_a_missing_framework_names_the_extra(module, blocked, extra):
 def test_seen_is_what_a_scripted_agent_reads():
     seen = Seen(tool="get_order", args={"id": "1"}, text='{"id": "1"}', ok=True, value={"id": "1"})
     assert seen.value["id"] == "1"
+
+
+@pytest.mark.parametrize(("module", "local"), [("openai_agents", "agents")])
+def test_a_local_module_that_shadows_the_framework_is_named_as_such(tmp_path, module, local):
+    # an agents.py of the user's beside the tests: the SDK is installed, but not what Python finds
+    (tmp_path / f"{local}.py").write_text("HELPERS = 1\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import faultbench.integrations.{module}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert proc.returncode == 1
+    assert "needs the" not in proc.stderr
+    assert (
+        f"ImportError: faultbench.integrations: the module {local!r} was imported from "
+        f"{tmp_path / (local + '.py')}, a file of your own, not from the 'openai-agents' "
+        f"framework, which it shadows"
+    ) in proc.stderr
+    assert f"Rename {local}.py" in proc.stderr

@@ -91,6 +91,9 @@ CURRENT_WORLD = {"current_world", "using_world"}
 #: registry, a run's faults read back from its log, and the kernel's one way to write times,
 #: values, ids and hints.
 LOWLEVEL_NAMES = {
+    "AgentCall",
+    "note_agent_call",
+    "recording_agent_calls",
     "FaultPin",
     "faults_received",
     "pin_block",

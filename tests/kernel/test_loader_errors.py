@@ -362,6 +362,21 @@ def test_unknown_field_types(tmp_path):
     ]  # fmt: skip
 
 
+def test_a_field_type_typo_heads_the_errors_with_its_fix_and_not_its_consequence(tmp_path):
+    # the seed rows come first in the file and name the field whose type did not parse:
+    # that is the typo's consequence, not a mistake of its own
+    text = """\
+        services:
+          orders:
+            seed: { order: { rows: [{ id: "1", total: 30.0 }] } }
+            records:
+              order: { id: str, total: flaot }
+        """
+    assert problems(tmp_path, text) == [
+        (5, 32, f"unknown field type 'flaot'; {TYPES}; did you mean 'float'?"),
+    ]
+
+
 def test_empty_enum(tmp_path):
     text = """\
         services:

@@ -7,12 +7,14 @@ import random
 from datetime import timedelta
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from faultbench.kernel import (
     CallStarted,
     FaultInjected,
+    RecordNotFound,
     World,
     decode_events,
     encode_events,
@@ -72,8 +74,11 @@ def _check(world: World) -> None:
     for q in QUERIES:
         want = expected(world, **q)
         assert [r.to_dict() for r in orders.where(**q)] == want, q
-        first = orders.pick(**q)
-        assert (first.to_dict() if first else None) == (want[0] if want else None), q
+        if want:
+            assert orders.pick(**q).to_dict() == want[0], q
+        else:
+            with pytest.raises(RecordNotFound):
+                orders.pick(**q)
     assert [r["id"] for r in orders.all()] == [r["id"] for r in expected(world)]
     got = world.call("list_orders", {"customer": "2"})
     assert [r["id"] for r in got.value] == [r["id"] for r in expected(world, customer="2")]

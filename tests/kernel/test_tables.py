@@ -23,7 +23,8 @@ def test_get_all_where_pick(world):
     assert [o.id for o in world.orders.all()] == ["1", "2", "3"]
     assert [o.id for o in world.orders.where(customer="2")] == ["1", "3"]
     assert world.orders.pick(customer="2").id == "1"
-    assert world.orders.pick(status="shipped") is None
+    with pytest.raises(RecordNotFound, match=r"none of the \d+ order records matches"):
+        world.orders.pick(status="shipped")
     assert len(world.orders) == 3
     assert "1" in world.orders
     assert "9" not in world.orders
@@ -197,3 +198,25 @@ def test_records_from_an_old_state_do_not_change(world):
     world.orders.update("1", status="shipped")
     assert o.status == "placed"
     assert world.orders.get("1").status == "shipped"
+
+
+def test_pick_on_an_empty_table_says_so_and_how_to_seed_it(tmp_path):
+    from faultbench import load_world
+
+    path = tmp_path / "world.yaml"
+    path.write_text(
+        "services:\n"
+        "  orders:\n"
+        "    records: { order: { id: str, status: 'enum[placed, delivered]', total: float } }\n"
+        "    operations: { get_order: { kind: get, record: order } }\n"
+    )
+    world = load_world(path)
+    with pytest.raises(RecordNotFound) as info:
+        world.orders.pick(status="delivered")
+    assert str(info.value) == (
+        "orders.pick(status='delivered'): the order table is empty (the world file seeds no "
+        "order records): seed it in the world file (services.orders.seed: { order: { rows: "
+        "[{ status: 'delivered', ... }] } }), or insert it in the test "
+        "(world.orders.insert(...)) before the agent runs."
+    )
+    assert isinstance(info.value, LookupError)

@@ -26,6 +26,14 @@ def naive(world, order_id="1"):
 """
 
 
+@pytest.fixture(autouse=True)
+def _reproduce_with_pytest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reproduce lines of the sessions these tests start begin with `pytest`, whatever
+    launched this suite (`uv run`, `python -m`): tests/testing/test_reproduce.py checks the
+    launchers themselves."""
+    monkeypatch.setenv("FAULTBENCH_PYTEST", "pytest")
+
+
 @pytest.fixture
 def fb(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester directory with the refund world (`world.yaml`), the scripted MCP agent

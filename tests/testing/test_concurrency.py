@@ -50,7 +50,7 @@ def model():
 @pytest.mark.world("world.yaml")
 @pytest.mark.faults()
 @pytest.mark.runs(int(os.environ.get("RUNS", "8")))
-@pytest.mark.min_pass_rate(0.75)
+@pytest.mark.min_pass_rate(0.75 if os.environ.get("RUNS", "8") != "1" else 1.0)  # 1 run: no rate
 async def test_agent(mcp_server, world, faultbench_run):
     run = await run_agent(model(), "refund order 1", mcp=mcp_server)
     assert run.ok, repr(run.error)
@@ -108,7 +108,11 @@ def test_concurrent_runs_give_the_logs_and_verdict_of_runs_one_by_one(suite, mon
 def _calls(recorder: pytest.HookRecorder) -> tuple[int, float]:
     """How many runs passed or were tolerated, and the seconds their calls took in all (the
     test bodies: collection and start-up left out)."""
-    reports = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call"]
+    reports = [
+        r
+        for r in recorder.getreports("pytest_runtest_logreport")
+        if r.when == "call" and "faultbench_gate" not in r.keywords  # a gate's own report
+    ]
     done = [r for r in reports if r.passed or getattr(r, "faultbench", {}).get("tolerated")]
     return len(done), sum(r.duration for r in reports)
 

@@ -178,6 +178,7 @@ def test_agent_failures_are_tolerated_by_the_gate(fb):
         test_agent=gated(
             """
         def my_agent(world):
+            world.call("get_order", {"id": "1"})
             return world.orders.get("1")["no_such_field"]   # a bug in the agent's own code
 
         def test_assertion(world, faultbench_run):

@@ -42,7 +42,7 @@ def test_xdist_gives_the_same_summary_and_exit_status(fb, early_stop):
     fb.makepyfile(test_mixed=MIXED)
     args = [] if early_stop else ["--faultbench-no-early-stop"]
     alone = fb.runpytest_subprocess(*args, "-p", "no:randomly")
-    spread = fb.runpytest_subprocess(*args, "-n", "2")
+    spread = fb.runpytest_subprocess(*args, "-p", "no:randomly", "-n", "2")
     assert alone.ret == spread.ret == 1
     assert "test_mixed.py::test_refund:" in alone.stdout.str()
     if early_stop:  # best-effort under xdist: the verdicts agree, counts may not

@@ -56,7 +56,10 @@ def test_a_failing_run_carries_its_timeline_state_change_and_diff(pytester):
     run = data[f"run-{rid}"]
     assert run["outcome"] == "failed"
     assert run["tolerated"]
-    assert run["reproduce"] == f'pytest "test_shop.py::test_refund_once[run{run["index"]}]"'
+    # the session's -p flag shaped the run: the command carries it
+    assert run["reproduce"] == (
+        f'pytest "test_shop.py::test_refund_once[run{run["index"]}]" -p no:cacheprovider'
+    )
     assert "AssertionError" in run["message"]
     assert run["lanes"] == ["orders.get_order", "orders.update_order", "payments.issue_refund"]
     refunds = [c for c in run["calls"] if c["tool"] == "issue_refund"]

@@ -6,6 +6,7 @@ are tests/testing/kinds/suite.py; the probes are pytest processes, as for every 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -37,6 +38,7 @@ def shrunk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--faultbench-shrink"],
         cwd=folder, capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "FAULTBENCH_PYTEST": "pytest"},  # reproduce lines: `pytest ...`
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr  # every gate fails
     return folder, proc.stdout

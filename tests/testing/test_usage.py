@@ -204,3 +204,35 @@ def test_a_budget_marker_logs_a_frameworks_model_calls_and_usage(pytester):
     assert [u["k"] for u in used] == [1, 2]
     assert all(u["input_tokens"] > 0 and u["output_tokens"] > 0 for u in used)
     assert used[0]["model"] == "function:respond:"
+
+
+def test_a_model_the_table_does_not_price_is_priced_by_genai_prices():
+    from importlib.metadata import version
+
+    from genai_prices import Usage as Tokens
+    from genai_prices import calc_price
+
+    from faultbench.testing._gate._usage import Usage, usage_line
+
+    events = [
+        ModelCalled(seq=0, at=T0, k=1, model="gpt-5-mini"),
+        ModelUsed(seq=1, at=T0, k=1, input_tokens=10_000, output_tokens=2_000, model="gpt-5-mini"),
+    ]
+    expected = float(
+        calc_price(Tokens(input_tokens=10_000, output_tokens=2_000), "gpt-5-mini").total_price
+    )
+    usage = Usage.of(events, {})
+    assert usage.cost_usd == pytest.approx(expected)
+    assert expected > 0
+    assert usage.priced_by == f"genai-prices {version('genai-prices')}"
+    line = usage_line([usage], passed=1)
+    assert line is not None
+    assert line.endswith(
+        f"(prices: genai-prices {version('genai-prices')}, where the price table has none)"
+    )
+    # the user's table wins over it
+    assert Usage.of(events, {"gpt-5-mini": (1.0, 1.0)}).cost_usd == pytest.approx(0.012)
+    assert Usage.of(events, {"gpt-5-mini": (1.0, 1.0)}).priced_by is None
+    # and a model nobody prices stays unknown
+    unknown = [ModelUsed(seq=1, at=T0, k=1, input_tokens=5, output_tokens=5, model="my-own-llm-x")]
+    assert Usage.of(unknown, {}).cost_usd is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shlex
@@ -17,12 +18,13 @@ import tempfile
 import urllib.request
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from faultbench.kernel import Trace, World, WorldCreated, current_world, decode_events, replay
+from faultbench.kernel.lowlevel import note_agent_call
 from faultbench.serve import WorldCalls
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ __all__ = [
     "Stdio",
     "Target",
     "Transport",
+    "agent_helper",
     "check_transport",
     "missing_extra",
     "target",
@@ -46,12 +49,60 @@ __all__ = [
 STDIO_START_TIMEOUT = 30.0
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def agent_helper(
+    func: Callable[_P, Coroutine[Any, Any, _R]],
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """`func` (an `async def` run_agent), noting each call and the coroutine it returns, so
+    that the pytest plugin can tell a test that called it and never awaited it (the agent
+    never ran) from one whose agent ran: still a coroutine function's result, which
+    `asyncio.run` and tasks take as they are."""
+
+    @functools.wraps(func)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> Coroutine[Any, Any, _R]:
+        coroutine = func(*args, **kwargs)
+        note_agent_call(f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}", coroutine)
+        return coroutine
+
+    return call
+
+
 def missing_extra(extra: str, error: ImportError) -> ImportError:
-    """The ImportError for a framework that is not installed, with the command that fixes it."""
+    """The ImportError for a framework that is not installed, with the command that fixes it;
+    or, when the name was found but is a module of the user's own (an `agents.py` beside the
+    tests shadows the Agents SDK's `agents`), the error that says so."""
+    shadow = _shadowing(error)
+    if shadow is not None:
+        name, path = shadow
+        return ImportError(
+            f"faultbench.integrations: the module {name!r} was imported from {path}, a file "
+            f"of your own, not from the {extra!r} framework, which it shadows (Python finds "
+            f"the test's folder first). Rename {Path(path).name} (and remove its "
+            f"__pycache__). The error: {error}"
+        )
     return ImportError(
         f"faultbench.integrations needs the {extra!r} extra: pip install 'faultbench[{extra}]' "
         f"(or uv add 'faultbench[{extra}]'). Missing: {error.name or error}"
     )
+
+
+def _shadowing(error: ImportError) -> tuple[str, str] | None:
+    """(module, file) when `error` came from a module that was found but is not an installed
+    package: a file outside every site-packages folder."""
+    import sys
+
+    name = (error.name or "").split(".")[0]
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None) or error.path
+    if not name or path is None:
+        return None
+    parts = Path(path).parts
+    if "site-packages" in parts or "dist-packages" in parts:
+        return None
+    return name, str(path)
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Scripted agents, framework-neutral: a policy maps what the agent has seen to its next step.
 
 A real model reads the conversation and answers with a tool call or a reply. A policy does
-the same from the tool results alone (`Seen`, oldest first), which is all a scripted agent of
-a test needs. `scripted_model(policy)` in each framework module feeds a policy the results the
+the same from the tool results (`Seen`, oldest first) and the user's prompt (`History.prompt`),
+which is all a scripted agent of a test needs. `scripted_model(policy)` in each framework module feeds a policy the results the
 framework reports and turns its answer into the framework's model output.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Policy", "Reply", "Seen", "ToolCall", "seen_result"]
+__all__ = ["History", "Policy", "Reply", "Seen", "ToolCall", "seen_result"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,16 @@ class Seen:
     text: str
     ok: bool
     value: Any = None
+
+
+class History(list[Seen]):
+    """What a policy is handed: the tool calls so far and their results (`Seen`, oldest
+    first), and `prompt`, what the user asked (the run's first user message), so that a
+    scripted agent can act on an order id in the prompt as a model would."""
+
+    def __init__(self, seen: Sequence[Seen] = (), prompt: str = ""):
+        super().__init__(seen)
+        self.prompt = prompt
 
 
 Policy = Callable[[Sequence[Seen]], ToolCall | Reply]

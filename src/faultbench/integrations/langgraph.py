@@ -40,8 +40,17 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
-from ._run import AgentRun, Http, InProcess, Target, missing_extra, observe, target
-from ._script import Policy, Reply, Seen, ToolCall, seen_result
+from ._run import (
+    AgentRun,
+    Http,
+    InProcess,
+    Target,
+    agent_helper,
+    missing_extra,
+    observe,
+    target,
+)
+from ._script import History, Policy, Reply, ToolCall, seen_result
 
 try:
     from langchain.agents import create_agent
@@ -112,6 +121,7 @@ async def load_tools(mcp: World | WorldServer | str | Sequence[str]) -> AsyncIte
         yield await load_mcp_tools(session)
 
 
+@agent_helper
 async def run_agent(
     model: Any,
     prompt: str,
@@ -320,12 +330,15 @@ def _text(content: Any) -> str:
     return "".join(parts)
 
 
-def _history(messages: Sequence[BaseMessage]) -> list[Seen]:
-    """The tool calls so far and their results, oldest first, from the graph's messages."""
+def _history(messages: Sequence[BaseMessage]) -> History:
+    """The tool calls so far and their results, oldest first, and the user's prompt, from
+    the graph's messages."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    seen: list[Seen] = []
+    seen = History()
     for message in messages:
-        if isinstance(message, AIMessage):
+        if message.type == "human" and not seen.prompt:
+            seen.prompt = _text(message.content)
+        elif isinstance(message, AIMessage):
             for call in message.tool_calls:
                 calls[call["id"] or ""] = (call["name"], dict(call["args"]))
             for bad in message.invalid_tool_calls:  # arguments that did not parse

@@ -42,12 +42,13 @@ from ._run import (
     InProcess,
     Target,
     Transport,
+    agent_helper,
     check_transport,
     missing_extra,
     observe,
     target,
 )
-from ._script import Policy, Reply, Seen, ToolCall, seen_result
+from ._script import History, Policy, Reply, ToolCall, seen_result
 
 try:
     import httpx2
@@ -286,6 +287,7 @@ async def _connected(server: MCPServer) -> AsyncIterator[MCPServer]:
         await server.cleanup()
 
 
+@agent_helper
 async def run_agent(
     model: Any,
     prompt: str,
@@ -448,15 +450,18 @@ def _arguments(text: str | None) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
-def _history(items: Any) -> list[Seen]:
-    """The tool calls so far and their results, oldest first, from the model's input items."""
+def _history(items: Any) -> History:
+    """The tool calls so far and their results, oldest first, and the user's prompt, from
+    the model's input items."""
     if isinstance(items, str):
-        return []
+        return History(prompt=items)
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    seen: list[Seen] = []
+    seen = History()
     for raw in items:
         item = raw if isinstance(raw, dict) else raw.model_dump(exclude_unset=True)
-        if item.get("type") == "function_call":
+        if item.get("role") == "user" and not seen.prompt:
+            seen.prompt = _output_text(item.get("content"))
+        elif item.get("type") == "function_call":
             calls[item["call_id"]] = (item["name"], _arguments(item.get("arguments")))
         elif item.get("type") == "function_call_output" and item.get("call_id") in calls:
             tool, args = calls[item["call_id"]]

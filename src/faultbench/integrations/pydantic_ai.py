@@ -40,12 +40,13 @@ from ._run import (
     InProcess,
     Target,
     Transport,
+    agent_helper,
     check_transport,
     missing_extra,
     observe,
     target,
 )
-from ._script import Policy, Reply, Seen, ToolCall, seen_result
+from ._script import History, Policy, Reply, ToolCall, seen_result
 
 try:
     from pydantic_ai import Agent
@@ -66,6 +67,7 @@ try:
         TextPart,
         ToolCallPart,
         ToolReturnPart,
+        UserPromptPart,
     )
     from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
     from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -140,6 +142,7 @@ def toolset(
     return _toolset_for(target(mcp), transport, **kwargs)
 
 
+@agent_helper
 async def run_agent(
     model: Any,
     prompt: str,
@@ -410,13 +413,21 @@ def _broken(
 # --- scripted agents --------------------------------------------------------------------------
 
 
-def _history(messages: list[ModelMessage]) -> list[Seen]:
-    """The tool calls so far and their results, oldest first, from Pydantic AI's messages."""
+def _history(messages: list[ModelMessage]) -> History:
+    """The tool calls so far and their results, oldest first, and the user's prompt, from
+    Pydantic AI's messages."""
     calls: dict[str, ToolCallPart] = {}
-    seen: list[Seen] = []
+    seen = History()
     for message in messages:
         for part in message.parts:
-            if isinstance(message, ModelResponse) and isinstance(part, ToolCallPart):
+            if isinstance(part, UserPromptPart) and not seen.prompt:
+                asked = part.content
+                seen.prompt = (
+                    asked
+                    if isinstance(asked, str)
+                    else " ".join(c for c in asked if isinstance(c, str))
+                )
+            elif isinstance(message, ModelResponse) and isinstance(part, ToolCallPart):
                 calls[part.tool_call_id] = part
             elif isinstance(part, ToolReturnPart | RetryPromptPart):
                 call = calls.get(part.tool_call_id)

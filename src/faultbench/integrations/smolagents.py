@@ -48,8 +48,17 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
-from ._run import AgentRun, Http, InProcess, Target, missing_extra, observe, target
-from ._script import Policy, Reply, Seen, ToolCall, seen_result
+from ._run import (
+    AgentRun,
+    Http,
+    InProcess,
+    Target,
+    agent_helper,
+    missing_extra,
+    observe,
+    target,
+)
+from ._script import History, Policy, Reply, ToolCall, seen_result
 
 try:
     from mcp import StdioServerParameters
@@ -164,6 +173,7 @@ def load_tools(
         yield tools
 
 
+@agent_helper
 async def run_agent(
     model: Any,
     prompt: str,
@@ -362,15 +372,18 @@ def _failed_call(text: str) -> tuple[str, dict[str, Any], str] | None:
     return found["tool"], dict(args), found["text"]
 
 
-def _history(messages: Sequence[ChatMessage]) -> list[Seen]:
+def _history(messages: Sequence[ChatMessage]) -> History:
     """The tool calls so far and their results, oldest first, from the messages smolagents
     sends its model: a "Calling tools:" message (a Python repr of the calls) followed by an
     "Observation:" (the answer), or an "Error:" naming a tool that raised (`MCPToolError`)."""
-    seen: list[Seen] = []
+    seen = History()
     pending: list[tuple[str, dict[str, Any]]] = []
     for message in messages:
         text = _text(message)
-        if message.role == MessageRole.TOOL_CALL and text.startswith(_CALLING):
+        if message.role == MessageRole.USER and not seen.prompt:
+            # smolagents heads the task with "New task:"
+            seen.prompt = text.split("New task:", 1)[-1].strip()
+        elif message.role == MessageRole.TOOL_CALL and text.startswith(_CALLING):
             calls = ast.literal_eval(text[len(_CALLING) :])
             pending = [
                 (c["function"]["name"], dict(c["function"]["arguments"] or {})) for c in calls

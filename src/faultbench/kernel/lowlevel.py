@@ -51,6 +51,9 @@ from ._text._show import format_value as format_value
 from ._text._show import iso_time as iso_time
 from ._text._show import show_repr as show_repr
 from ._text._utc import to_utc as to_utc
+from ._world._current import AgentCall as AgentCall
+from ._world._current import note_agent_call as note_agent_call
+from ._world._current import recording_agent_calls as recording_agent_calls
 from ._world._replay import spec_for_log as spec_for_log
 from ._world._watch import keep_events as keep_events
 from ._world._watch import watch_log as watch_log
@@ -85,6 +88,7 @@ __all__ = [
     "SURFACE_KINDS",
     "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
+    "AgentCall",
     "Cut",
     "FaultKind",
     "FaultPin",
@@ -110,12 +114,14 @@ __all__ = [
     "iso_time",
     "keep_events",
     "load_spec",
+    "note_agent_call",
     "operation_args",
     "parse_duration",
     "parse_faults",
     "pin_block",
     "plural",
     "read_bounded",
+    "recording_agent_calls",
     "render_faults",
     "running_call",
     "show_repr",

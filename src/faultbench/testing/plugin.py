@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from ._gate._checks import foreign_mark, gate_too_small
 from ._gate._report import Group, Tally, render_group
+from ._gate._reproduce import launcher, reproduce_command, shaping_options
 from ._gate._runs import (
     FILE_FAULTS,
     MARKERS,
@@ -36,15 +38,23 @@ from ._gate._runs import (
     registered_markers,
     run_id,
 )
-from ._gate._stats import decided, pass_hat_k
+from ._gate._stats import decided
 from ._plugin._async import run_coroutine_test, trio_variants
+from ._plugin._ci import (
+    faults_met,
+    github_annotation,
+    group_properties,
+    send_gate_reports,
+    step_summary,
+    write_json,
+)
 from ._plugin._command import ServeCommand
 from ._plugin._compare import ComparePlugin, compare_spec
 from ._plugin._concurrent import ConcurrentRuns, add_concurrency_option
 from ._plugin._gc import RunLoopGC, add_gc_option
 from ._plugin._grading import grade_run
 from ._plugin._handles import Faults, LiveTrace
-from ._plugin._harness import problem, setup_problem
+from ._plugin._harness import before_first_call, never_awaited, problem, setup_problem
 from ._plugin._logs import Logs
 from ._plugin._outputs import Outputs, add_output_options, faults_override
 from ._plugin._usage import group_usage, logging_model, run_usage, runs_needed
@@ -69,6 +79,12 @@ COMMAND_KEY = pytest.StashKey[ServeCommand]()
 #: a node's `Plan` (None: not ours), once read
 PLAN_KEY = pytest.StashKey["Plan | None"]()
 _UNREAD: Any = object()
+#: [world file name, its fault rules] of a run the world file's rules were left off in
+FAULTS_OFF_KEY = pytest.StashKey[list[Any]]()
+#: the failure message of a run the gate tolerated
+TOLERATED_KEY = pytest.StashKey[str]()
+#: the agent helper calls (`run_agent`) a run's body made
+AGENT_CALLS_KEY = pytest.StashKey[list[Any]]()
 #: the fixtures that make a test one of faultbench's (its async test runs on asyncio here)
 FIXTURES = ("world", "mcp_server", "mcp_url", "mcp_command", "trace", "clock", "faults")
 
@@ -99,6 +115,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         default=None,
         help="write each run's event log to DIR as JSON Lines (faultbench replay FILE)",
+    )
+    group.addoption(
+        "--faultbench-json",
+        metavar="FILE",
+        default=None,
+        help="write a machine-readable summary of every gate to FILE (JSON): counts, pass "
+        "rate, interval, verdict, fault figures, failing runs and their reproduce commands",
     )
     add_output_options(group)
     add_concurrency_option(group)
@@ -181,10 +204,15 @@ def _runs(config: pytest.Config, plan: Plan) -> int:
 
 
 def _check_marks(definition: Any) -> None:
-    """A mark that is a typo of one of ours is a collection error, strict markers or not."""
+    """A mark that is a typo of one of ours is a collection error, strict markers or not; so
+    is any unregistered mark on a test that carries our markers (`repeat`, `count`: another
+    plugin's vocabulary, silently ignored, `_gate/_checks.py`)."""
     registered = registered_markers(definition.config.getini("markers"))
     for mark in definition.iter_markers():
         meant = near_miss(mark.name, registered)
+        foreign = foreign_mark(mark.name, registered, definition)
+        if meant is None and foreign is not None:
+            pytest.fail(f"{definition.nodeid}: {foreign}", pytrace=False)
         if meant is not None:
             pytest.fail(
                 f"{definition.nodeid}: unknown marker @pytest.mark.{mark.name}: did you mean "
@@ -230,6 +258,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             pytrace=False,
         )
     n = _runs(metafunc.config, plan)
+    # the marker's runs; `--runs N` on the command line is the user's own choice of the moment
+    undecidable = gate_too_small(plan.min_pass_rate, plan.runs)
+    if undecidable is not None:
+        pytest.fail(f"{metafunc.definition.nodeid}: {undecidable}", pytrace=False)
     metafunc.parametrize(RUN_PARAM, range(n), ids=[run_id(i) for i in range(n)], indirect=True)
 
 
@@ -377,7 +409,10 @@ def _fault_block(request: pytest.FixtureRequest, w: World, plan: Plan) -> dict[s
     if faults is FILE_FAULTS or (isinstance(faults, Path) and faults == plan.world):
         return None  # the world was created with its file's block in force
     if faults is None:
-        # no marker: fault-free (the rules can still be set mid-test)
+        # no marker: fault-free (the rules can still be set mid-test), and the gate line
+        # says so when the world file has rules (faultbench 0.1's opt-in, never silent)
+        if w.fault_rules and plan.world is not None:
+            request.node.stash[FAULTS_OFF_KEY] = [plan.world.name, len(w.fault_rules)]
         return {} if w.fault_rules else None
     if isinstance(faults, Path):
         try:
@@ -626,6 +661,8 @@ class FaultbenchSession:
         self.failed_gates: list[Group] = []
         self.outputs = Outputs(config)
         self.logs = Logs(config)
+        #: the launcher and the options of the reproduce lines, once read
+        self._command: tuple[list[str], list[str]] | None = None
 
     # --- early stop --------------------------------------------------------------------------
 
@@ -680,12 +717,16 @@ class FaultbenchSession:
         data = dict(base)
         if call.when == "call":
             data["compare"] = compare_spec(item)
+        if call.when == "teardown":
+            data["location"] = [item.location[0], item.location[1]]
+            if FAULTS_OFF_KEY in item.stash:
+                data["faults_off"] = item.stash[FAULTS_OFF_KEY]
         if call.when == "setup" and report.skipped and item.stash.get(STOPPED_KEY, False):
             data["stopped"] = True
         if report.failed and call.excinfo is not None:
             data["message"] = call.excinfo.exconly()
             # A run that never reached the agent is a set-up problem, never tolerated
-            # (_harness.py; docs/TESTING.md, "Agent failures and set-up problems").
+            # (_harness.py; docs/TESTING.md, "What counts as a failure").
             cause = (
                 problem(call.excinfo.value)
                 if call.when == "call"
@@ -708,6 +749,8 @@ class FaultbenchSession:
                         report.outcome = "failed"
                         report.longrepr = text
         world = item.stash.get(WORLD_KEY, None)
+        if call.when == "call" and "problem" not in data:
+            _agent_ran(item, call, report, world, data)
         if call.when == "call" and world is not None and report.failed:
             crashes = _handler_tracebacks(world)
             if crashes:
@@ -716,6 +759,7 @@ class FaultbenchSession:
                 report.sections.append(("faultbench: handler tracebacks", crashes))
                 data["crashes"] = crashes
         if call.when == "call" and world is not None:
+            data["faults_met"] = faults_met(world)
             data["summary"] = world.trace.summary()
             data["world_file"] = world.spec.path
             self.logs.put(item.nodeid, world, data)  # as text only for who needs it
@@ -728,17 +772,23 @@ class FaultbenchSession:
             and base["min_pass_rate"] is not None
             and "problem" not in data
         ):
-            # Tolerated: not a failure for pytest (the gate decides the exit status), shown
-            # as TOLERATED; reported as an expected failure, as pytest reports xfail, so
-            # JUnit XML and other tools see it as one.
-            report.outcome = "skipped"
-            report.wasxfail = (
-                f"run failed, tolerated by min_pass_rate={base['min_pass_rate']:g}: the "
-                "gate over all runs decides"
-            )
+            # Tolerated: not a failure for pytest (the gate decides the exit status, and the
+            # gate is a test case of its own in JUnit XML: `_plugin/_ci.py`), shown as
+            # TOLERATED. Not a skip either: the run ran. Its test case says what it was in
+            # its properties (faultbench_outcome, faultbench_failure).
+            report.outcome = "passed"
+            report.longrepr = None
             data["tolerated"] = True
+            item.stash[TOLERATED_KEY] = data.get("message") or "failed"
         if call.when == "teardown":
             report.user_properties.append(("faultbench_run", base["run"]))
+            tolerated = item.stash.get(TOLERATED_KEY, None)
+            if tolerated is not None:
+                rate = base["min_pass_rate"]
+                report.user_properties += [
+                    ("faultbench_outcome", f"tolerated failure (min_pass_rate={rate:g})"),
+                    ("faultbench_failure", tolerated),
+                ]
             if world is not None:
                 report.user_properties.append(("faultbench_calls", world.trace.summary()))
                 report.user_properties.append(("faultbench_state_hash", world.state_hash()))
@@ -764,6 +814,16 @@ class FaultbenchSession:
             return "error", "E", ("ERROR", {"red": True})
         return None
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        if RUN_KEY not in item.stash:
+            return (yield)
+        from faultbench.kernel.lowlevel import recording_agent_calls
+
+        with recording_agent_calls() as calls:
+            item.stash[AGENT_CALLS_KEY] = calls
+            return (yield)
+
     # --- where reports meet ------------------------------------------------------------------
 
     @pytest.hookimpl(optionalhook=True)
@@ -788,7 +848,7 @@ class FaultbenchSession:
         if report.when == "call":
             self.logs.attach(self.tally, report.nodeid)
         if group is not None and group.complete and not self.worker:
-            report.user_properties.extend(_group_properties(group))
+            report.user_properties.extend(group_properties(group))
 
     def _write_events(self, nodeid: str, events: str) -> str:
         assert self.events_dir is not None
@@ -799,17 +859,27 @@ class FaultbenchSession:
         path.write_text(events)
         return os.path.relpath(path) if not path.is_absolute() else str(path)
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.worker:
             return
-        gates = [g.gate() for g in self._groups()]
-        self.failed_gates = [
-            g
-            for g, gate in zip(self._groups(), gates)
-            if (gate.planned or gate.errors) and not gate.ok
-        ]
+        groups = self._groups()
+        gates = [g.gate() for g in groups]
+        counted = [(g, gate) for g, gate in zip(groups, gates) if gate.planned or gate.errors]
+        self.failed_gates = [g for g, gate in counted if not gate.ok]
         if self.failed_gates and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        send_gate_reports(
+            self.config,
+            [(g, gate.ok, self._lines(g), group_properties(g)) for g, gate in counted],
+        )
+        json_file = self.config.getoption("faultbench_json", None)
+        if json_file:
+            write_json(Path(json_file), [(g, gate) for g, gate in counted], self._reproduce)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if _on_github() and summary and counted:
+            with open(summary, "a", encoding="utf-8") as f:
+                f.write(step_summary([(g.name, gate) for g, gate in counted], self._display))
         # --faultbench-shrink, the session file next to the event logs, --faultbench-report
         self.outputs.finish(self._groups(every=True), self._reproduce)
 
@@ -832,25 +902,31 @@ class FaultbenchSession:
         terminalreporter.section("faultbench: pass rate over runs")
         verbose = config.get_verbosity() > 0
         for group in groups:
-            for line in render_group(
-                group,
-                display=self._display,
-                reproduce=self._reproduce,
-                verbose=verbose,
-                diff=config.getoption("faultbench_diff", "calls"),
-            ):
+            lines = self._lines(group, verbose=verbose)
+            for line in lines:
                 markup = {}
                 if line.startswith(self._display(group.name) + ":"):
                     markup = {"green": True} if group.gate().ok else {"red": True, "bold": True}
                 terminalreporter.write_line(line, **markup)
-            for extra in (group_usage(group)[0], runs_needed(group)):
-                if extra is not None:
-                    terminalreporter.write_line("    " + extra)
+            if _on_github() and group in self.failed_gates:
+                terminalreporter.write_line(github_annotation(group, lines, self.config.rootpath))
         if self.failed_gates:
             # Counted in pytest's last line ("17 passed, 3 tolerated, 1 gate failed").
             key = "gate failed" if len(self.failed_gates) == 1 else "gates failed"
             terminalreporter.stats.setdefault(key, []).extend(self.failed_gates)
         self.outputs.summary(terminalreporter)  # shrinking's findings, where the report went
+
+    def _lines(self, group: Group, *, verbose: bool = False) -> list[str]:
+        """The summary's lines of `group`: its gate, failing runs, usage, runs needed."""
+        lines = render_group(
+            group,
+            display=self._display,
+            reproduce=self._reproduce,
+            verbose=verbose,
+            diff=self.config.getoption("faultbench_diff", "calls"),
+        )
+        extras = (group_usage(group)[0], runs_needed(group))
+        return lines + ["    " + extra for extra in extras if extra is not None]
 
     def _display(self, nodeid: str) -> str:
         """`nodeid` with its file relative to the working directory, as pytest takes it."""
@@ -863,9 +939,32 @@ class FaultbenchSession:
         return rel.replace(os.sep, "/") + sep + rest
 
     def _reproduce(self, nodeid: str) -> str:
-        runs = self.config.getoption("runs", None)
-        extra = f" --runs {runs}" if runs is not None else ""
-        return f'pytest "{self._display(nodeid)}"{extra}'
+        """The command that runs `nodeid` again as this session ran it (`_reproduce.py`)."""
+        if self._command is None:
+            self._command = (launcher(), shaping_options(self.config))
+        words, options = self._command
+        return reproduce_command(self._display(nodeid), options, words)
+
+
+def _agent_ran(
+    item: pytest.Item, call: pytest.CallInfo[None], report: Any, world: Any, data: dict[str, Any]
+) -> None:
+    """Make a run whose agent never ran a set-up problem (`_plugin/_harness.py`), failed if it
+    passed: a gate never passes on runs that tested nothing."""
+    calls = item.stash.get(AGENT_CALLS_KEY, [])
+    cause = never_awaited(calls)
+    if cause is None and report.failed and call.excinfo is not None:
+        cause = before_first_call(call.excinfo.value, world, calls)
+    if cause is None:
+        return
+    data["problem"] = cause
+    if not report.failed:
+        report.outcome = "failed"
+        report.longrepr = f"faultbench: {cause}"
+
+
+def _on_github() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
 def _handler_tracebacks(world: Any) -> str:
@@ -881,24 +980,3 @@ def _handler_tracebacks(world: Any) -> str:
 
 def _first_error(group: Group) -> int:
     return min(i for i, r in group.runs.items() if r.outcome == "error")
-
-
-def _group_properties(group: Group) -> list[tuple[str, object]]:
-    """The group's pass rate as JUnit XML properties (on its last run's test case)."""
-    gate = group.gate()
-    lo, hi = gate.interval
-    props: list[tuple[str, object]] = [
-        ("faultbench_group", group.name),
-        ("faultbench_passed", gate.passed),
-        ("faultbench_ran", gate.ran),
-        ("faultbench_pass_rate", round(gate.rate, 4)),
-        ("faultbench_ci95", f"{lo:.4f}-{hi:.4f}"),
-    ]
-    p3 = pass_hat_k(gate.passed, gate.ran, 3)
-    if p3 is not None:
-        props.append(("faultbench_pass_hat_3", round(p3, 4)))
-    props += [
-        ("faultbench_min_pass_rate", gate.min_pass_rate),
-        ("faultbench_gate", "PASS" if gate.ok else "FAIL"),
-    ]
-    return props + group_usage(group)[1]

@@ -36,6 +36,8 @@ class _LoaderBase:
         self.row_where: dict[int, dict[Any, Any]] = {}  # id(clean row) -> the row as written
         self.auth: AuthSpec | None = None  # the `auth:` block, read before the operations
         self.probes: list[dict[Any, Any]] = []  # dicts the loader made and placed in the file
+        #: record -> fields declared but not readable (a type typo): reported once, there
+        self.unreadable: dict[str, set[str]] = {}
 
     # -- problems -------------------------------------------------------------------------------
 

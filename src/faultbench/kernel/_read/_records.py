@@ -95,6 +95,9 @@ class _RecordsLoader(_NestedLoader):
         for name, decl in body.items():
             field = self.field(rec, body, name, decl)
             if field is None:
+                # reported where it is declared; what names it later (a seed row's value)
+                # is its consequence, not a second mistake
+                self.unreadable.setdefault(rec, set()).add(str(name))
                 continue
             if name == "id":
                 if field.raw.strip() != "str" or field.has_default:

@@ -122,6 +122,8 @@ class _SeedLoader(_LoaderBase):
             clean: dict[str, Any] = {}
             for name, raw in row.items():
                 field = spec.field(name)
+                if field is None and name in self.unreadable.get(rec, ()):
+                    continue  # its declaration's error says why, and how to fix it
                 if field is None:
                     self.at_key(
                         row, name,

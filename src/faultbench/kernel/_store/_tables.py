@@ -177,6 +177,25 @@ def _unknown_field(rspec: RecordSpec, key: str) -> RecordError:
     )
 
 
+def _no_match(rspec: RecordSpec, eq: Mapping[str, Any], count: int) -> str:
+    """Why `pick(**eq)` found nothing, and how to seed the record it wanted."""
+    asked = ", ".join(f"{k}={v!r}" for k, v in eq.items())
+    call = f"{rspec.plural}.pick({asked})"
+    row = ", ".join(f"{k}: {v!r}" for k, v in eq.items()) or "..."
+    seed = (
+        f"seed it in the world file (services.{rspec.service}.seed: {{ {rspec.name}: "
+        f"{{ rows: [{{ {row}, ... }}] }} }}), or insert it in the test "
+        f"(world.{rspec.plural}.insert(...)) before the agent runs"
+    )
+    if count == 0:
+        return (
+            f"{call}: the {rspec.name} table is empty (the world file seeds no {rspec.name} "
+            f"records): {seed}."
+        )
+    plural = "s" if count != 1 else ""
+    return f"{call}: none of the {count} {rspec.name} record{plural} matches: {seed}."
+
+
 def check_new_record(rspec: RecordSpec, values: Mapping[str, Any], rid: str) -> dict[str, Any]:
     """A complete field dict for a new record: checked values, defaults, nulls."""
     out: dict[str, Any] = {}
@@ -280,11 +299,15 @@ class Table:
         reads. They are the world's own values: read them, never change them."""
         return list(self._matching(eq))
 
-    def pick(self, **eq: Any) -> Record | None:
-        """The first record (by id order) matching `where(**eq)`, or None."""
+    def pick(self, **eq: Any) -> Record:
+        """The first record (by id order) matching `where(**eq)`. Raises `RecordNotFound`
+        (a LookupError) when none does, saying whether the table is empty or nothing in it
+        matches, and how to seed it: a test that picks its record from the world's seed
+        data fails there, before its agent runs, rather than on a None later. For a record
+        that may be missing, `where(**eq)` returns a list and `get(id)` None."""
         for data in self._matching(eq):
             return Record(self.name, data)
-        return None
+        raise RecordNotFound(_no_match(self._spec, eq, len(self)), table=self.name)
 
     def _matching(self, eq: dict[str, Any]) -> Iterator[Mapping[str, Any]]:
         """The records matching `eq`, lazily, in id order. Reads only the ids of the

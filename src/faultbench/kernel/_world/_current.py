@@ -13,15 +13,23 @@ can, with `using_world(world)`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import inspect
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._world import World
 
-__all__ = ["current_world", "using_world"]
+__all__ = [
+    "AgentCall",
+    "current_world",
+    "note_agent_call",
+    "recording_agent_calls",
+    "using_world",
+]
 
 _CURRENT: ContextVar[World | None] = ContextVar("faultbench_current_world", default=None)
 
@@ -56,3 +64,48 @@ def using_world(world: World | None) -> Iterator[World | None]:
             # Left from another context (a generator fixture finalized elsewhere): the
             # block is over all the same, so no world is current any more.
             _CURRENT.set(None)
+
+
+# --- agent helper calls -----------------------------------------------------------------------
+
+
+@dataclass
+class AgentCall:
+    """One call of an agent helper (`run_agent`): its name and the coroutine it returned,
+    which the caller should have awaited."""
+
+    helper: str
+    coroutine: Coroutine[Any, Any, Any]
+
+    @property
+    def awaited(self) -> bool:
+        """The coroutine started (awaited, or run by `asyncio.run`, a task...)."""
+        return inspect.getcoroutinestate(self.coroutine) != inspect.CORO_CREATED
+
+
+_AGENT_CALLS: ContextVar[list[AgentCall] | None] = ContextVar(
+    "faultbench_agent_calls", default=None
+)
+
+
+@contextmanager
+def recording_agent_calls() -> Iterator[list[AgentCall]]:
+    """Inside the block, every agent helper called (`note_agent_call`) lands in the list it
+    yields: the pytest plugin tells from it a run whose agent was called but never awaited."""
+    calls: list[AgentCall] = []
+    token = _AGENT_CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        try:
+            _AGENT_CALLS.reset(token)
+        except ValueError:
+            _AGENT_CALLS.set(None)
+
+
+def note_agent_call(helper: str, coroutine: Coroutine[Any, Any, Any]) -> None:
+    """Record that `helper` was called and returned `coroutine` (nothing outside
+    `recording_agent_calls`)."""
+    calls = _AGENT_CALLS.get()
+    if calls is not None:
+        calls.append(AgentCall(helper, coroutine))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._hints import budget_hint
 from ._stats import Gate, decide
 from ._usage import Usage, over_budget
 
@@ -60,6 +61,8 @@ class Run:
     usage: dict[str, Any] | None = None  # `_usage.Usage` figures: model calls, tokens, cost
     #: the test's `budget(per="group")` limits, by `BUDGET_KEYS` name
     group_budget: dict[str, float] | None = None
+    #: the fault kinds the run met (None: no world to ask)
+    faults_met: list[str] | None = None
     #: the run's events themselves, when they never left this process (the plugin ships
     #: `events` only to a consumer that needs the text: `_plugin/_logs.py`)
     log: Sequence[Event] | None = field(default=None, repr=False)
@@ -77,6 +80,19 @@ class Group:
     total: int
     min_pass_rate: float | None
     runs: dict[int, Run] = field(default_factory=dict)
+    #: where the test is defined: (path relative to the rootdir, 0-based line)
+    location: tuple[str, int | None] | None = None
+    #: (world file name, its fault rules) when its runs left the file's `faults:` off
+    faults_off: tuple[str, int] | None = None
+
+    def faults_note(self) -> str:
+        """`faults: off (world.yaml has 2 rules; add @pytest.mark.faults())`, or ""."""
+        if self.faults_off is None:
+            return ""
+        name, n = self.faults_off
+        return (
+            f"faults: off ({name} has {n} rule{'s' if n != 1 else ''}; add @pytest.mark.faults())"
+        )
 
     def counts(self) -> tuple[int, int, int]:
         outcomes = [r.outcome for r in self.runs.values()]
@@ -105,6 +121,42 @@ class Group:
             return ()
         total = Usage.total([Usage(**r.usage) for r in ran if r.usage])
         return tuple(over_budget(total, budget))
+
+    def fault_figures(self) -> dict[str, Any]:
+        """Per fault kind the runs that ran met: {"kinds": {kind: {"met": n, "passed": p}},
+        "failed_after_fault": a, "failed_without_fault": b}."""
+        ran = [r for r in self.runs.values() if r.outcome in ("passed", "failed")]
+        kinds: dict[str, dict[str, int]] = {}
+        for r in sorted(ran, key=lambda r: r.index):
+            for kind in r.faults_met or ():
+                k = kinds.setdefault(kind, {"met": 0, "passed": 0})
+                k["met"] += 1
+                k["passed"] += r.outcome == "passed"
+        failed = [r for r in ran if r.outcome == "failed"]
+        return {
+            "kinds": kinds,
+            "failed_after_fault": sum(bool(r.faults_met) for r in failed),
+            "failed_without_fault": sum(not r.faults_met for r in failed),
+        }
+
+    def fault_lines(self) -> list[str]:
+        """`faults met: timeout: met in 4 runs, 2 passed; ...` and where the failing runs
+        failed, under the gate line; none when no run met a fault."""
+        figures = self.fault_figures()
+        if not figures["kinds"]:
+            return []
+        parts = [
+            f"{kind}: met in {k['met']} run{'s' if k['met'] != 1 else ''}, {k['passed']} passed"
+            for kind, k in figures["kinds"].items()
+        ]
+        lines = ["    faults met: " + "; ".join(parts)]
+        after, before = figures["failed_after_fault"], figures["failed_without_fault"]
+        if after or before:
+            lines.append(
+                f"    failing runs: {after} failed after their first fault, {before} without "
+                "meeting one"
+            )
+        return lines
 
     def attack_line(self) -> str:
         """`under attack: ...`: how the runs that received an injection did, attack success
@@ -180,7 +232,7 @@ class Tally:
                 "summary", "events", "state_hash", "events_file", "world_file", "crashes",
                 "score", "milestones", "min_mean_score", "violations",
                 "attacked", "utility", "attack_succeeded",
-                "usage", "group_budget",
+                "usage", "group_budget", "faults_met",
             ):  # fmt: skip
                 if data.get(key) is not None:
                     setattr(run, key, data[key])
@@ -196,6 +248,12 @@ class Tally:
                     data["group"], data["total"], data.get("min_pass_rate")
                 )
             group.runs[run.index] = run
+            if group.location is None and data.get("location"):
+                path, line = data["location"]
+                group.location = (path, line)
+            if data.get("faults_off"):
+                name, n = data["faults_off"]
+                group.faults_off = (name, n)
             return group
         return None
 
@@ -228,6 +286,9 @@ def render_group(
     if gate.planned == 0 and not gate.errors:
         return [f"{display(group.name)}: no runs counted (all skipped)"]
     lines = [f"{display(group.name)}: {gate.line()}"]
+    if group.faults_off is not None:
+        lines.append("    " + group.faults_note())
+    lines += group.fault_lines()
     attack = group.attack_line()
     if attack:
         lines.append(attack)
@@ -250,6 +311,9 @@ def render_group(
         if n >= DETAILED_FAILURES and not verbose:
             lines.append(f"        Reproduce: {reproduce(run.nodeid)}")
             continue
+        hint = budget_hint(run.message)
+        if hint is not None:
+            lines.append(f"        Note: {hint}")
         if run.message:
             message = run.message.splitlines()
             lines += ["        " + m for m in message[:12]]

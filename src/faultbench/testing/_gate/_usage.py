@@ -5,7 +5,8 @@ The figures come from the log alone (`ModelCalled` / `ModelUsed` events, which a
 model wrapper writes from the framework's own usage objects; `CallStarted`; the clock), so a
 saved log (`--faultbench-events`) gives the same figures as the live run. Prices are never
 taken for truth: `DEFAULT_PRICES` is a dated example table, and `[tool.faultbench.prices]` in
-pyproject.toml (or the marker's `prices=`) replaces it.
+pyproject.toml (or the marker's `prices=`) replaces it. A model the table does not price is
+priced by genai-prices (pydantic's price database), and the usage line names its release.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class Usage:
     virtual_seconds: float = 0.0
     #: None when a model the run used has no price
     cost_usd: float | None = 0.0
+    #: where a price not in the table came from ("genai-prices 0.2.3"), None: the table's
+    priced_by: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -61,6 +64,7 @@ class Usage:
 
         model_calls = tool_calls = tokens_in = tokens_out = 0
         cost: float | None = 0.0
+        priced_by = None
         for ev in events:
             if isinstance(ev, ModelCalled):
                 model_calls += 1
@@ -70,12 +74,16 @@ class Usage:
                 tokens_in += ev.input_tokens
                 tokens_out += ev.output_tokens
                 price = prices.get(ev.model)
-                if price is None or cost is None:
-                    cost = None if (ev.input_tokens or ev.output_tokens) else cost
-                else:
+                if price is not None and cost is not None:
                     cost += (ev.input_tokens * price[0] + ev.output_tokens * price[1]) / 1e6
+                elif cost is not None and (ev.input_tokens or ev.output_tokens):
+                    listed = market_price(ev.model, ev.input_tokens, ev.output_tokens)
+                    if listed is None:
+                        cost = None
+                    else:
+                        cost, priced_by = cost + listed[0], listed[1]
         seconds = (events[-1].at - events[0].at).total_seconds() if events else 0.0
-        return cls(model_calls, tokens_in, tokens_out, tool_calls, seconds, cost)
+        return cls(model_calls, tokens_in, tokens_out, tool_calls, seconds, cost, priced_by)
 
     @classmethod
     def total(cls, usages: Sequence[Usage]) -> Usage:
@@ -88,6 +96,7 @@ class Usage:
             sum(u.tool_calls for u in usages),
             sum(u.virtual_seconds for u in usages),
             None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+            next((u.priced_by for u in usages if u.priced_by), None),
         )
 
     def figures(self) -> dict[str, float | int | None]:
@@ -99,6 +108,29 @@ class Usage:
             "tool_calls": self.tool_calls,
             "virtual_seconds": self.virtual_seconds,
         }
+
+
+def market_price(model: str, tokens_in: int, tokens_out: int) -> tuple[float, str] | None:
+    """The cost in USD of these tokens of `model` by genai-prices (pydantic's price
+    database, imported only here), and which release priced it; None for a model it does not
+    know. `openai:gpt-5-mini` names its provider."""
+    try:
+        from importlib.metadata import version
+
+        from genai_prices import Usage as Tokens
+        from genai_prices import calc_price
+    except ImportError:  # pragma: no cover - a dependency, but priced without it all the same
+        return None
+    provider, _, name = model.rpartition(":")
+    try:
+        calc = calc_price(
+            Tokens(input_tokens=tokens_in, output_tokens=tokens_out),
+            model_ref=name,
+            provider_id=provider or None,
+        )
+    except LookupError:
+        return None
+    return float(calc.total_price), f"genai-prices {version('genai-prices')}"
 
 
 def load_prices(
@@ -179,6 +211,9 @@ def usage_line(usages: Sequence[Usage], passed: int) -> str | None:
         total = sum(c for c in costs if c is not None)
         line += f", cost/run ${total / len(usages):.4f}"
         line += f", cost per pass ${total / passed:.4f}" if passed else ", no pass"
+        source = next((u.priced_by for u in usages if u.priced_by), None)
+        if source is not None:
+            line += f" (prices: {source}, where the price table has none)"
     else:
         line += ", cost unknown (a model without a price)"
     return line

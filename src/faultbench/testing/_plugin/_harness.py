@@ -3,8 +3,8 @@
 A gate measures how often an agent gets it right. A run that never reached the agent or the
 world says nothing about the agent: counted as a tolerated failure, it reads like a flaky
 agent (`0/2 passed -> FAIL`), or hides among real failures under a loose `min_pass_rate`.
-So a failing run is one of two things (docs/TESTING.md, "Agent failures and set-up
-problems"):
+So a failing run is one of two things (docs/TESTING.md, "What counts as
+a failure"):
 
 - an **agent failure**: an `AssertionError` (the test's `assert`, a `trace` check, an
   `AgentRun` the test found failed), `pytest.fail()` called by the test, or an exception
@@ -26,10 +26,13 @@ problems by where they happen.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["problem"]
+import pytest
+
+__all__ = ["before_first_call", "never_awaited", "problem", "setup_problem"]
 
 #: packages whose own exceptions mean the run never got an answer from the world's server
 _TRANSPORT = ("mcp", "fastmcp", "anyio")
@@ -116,3 +119,55 @@ def setup_problem(when: str, message: Any) -> str:
     first = str(message or "").strip().splitlines()
     text = first[-1] if first else "(no message)"
     return f"it failed in {when}: {text}"
+
+
+# --- did the agent run? ----------------------------------------------------------------------
+# Did the agent run? A run whose agent never ran says nothing about the agent, so a gate
+# must never pass on it (docs/TESTING.md, "What counts as a failure"):
+#
+# - a test that called an agent helper (`run_agent`) and never awaited the coroutine it
+#   returned (a sync test, or a forgotten `await`): the agent never ran, whatever the test's
+#   asserts said; a set-up problem of the whole group, with the fix (`async def` + `await`);
+# - a run that raised before the agent's first call (its world saw no tool call and no model
+#   call, and no agent helper started): an empty table, a typo in the test, a bad fixture.
+#   Only what happens from the agent's first call on can be an agent failure.
+
+
+def never_awaited(calls: Sequence[Any]) -> str | None:
+    """The set-up problem of a run whose agent helpers were called and not awaited (None:
+    every one ran). Closes those coroutines: Python's "coroutine ... was never awaited"
+    warning would only repeat this, less clearly."""
+    never = [c for c in calls if not c.awaited]
+    if not never:
+        return None
+    for call in never:
+        call.coroutine.close()
+    names = ", ".join(sorted({c.helper for c in never}))
+    times = f"{len(never)} times" if len(never) > 1 else "once"
+    return (
+        f"{names}(...) was called {times} and never awaited, so the agent never ran and the "
+        "test checked nothing about it. Make the test `async def` and await the call: "
+        "`run = await run_agent(...)`"
+    )
+
+
+def _world_saw_a_call(world: Any) -> bool:
+    from faultbench.kernel import ModelCalled
+
+    if len(world.trace):
+        return True
+    return any(isinstance(e, ModelCalled) for e in world.events)
+
+
+def before_first_call(exc: BaseException, world: Any, calls: Sequence[Any]) -> str | None:
+    """The set-up problem of a run whose test raised `exc` before the agent's first call: its
+    world saw no tool call and no model call, and no agent helper started. None when the
+    agent had started, when there is no world to ask, and for an assertion or `pytest.fail`
+    (the test's verdict, even on an agent that did nothing)."""
+    if isinstance(exc, AssertionError | pytest.fail.Exception | pytest.skip.Exception):
+        return None
+    if world is None or any(c.awaited for c in calls) or _world_saw_a_call(world):
+        return None
+    text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return f"the test raised before the agent's first call (the world saw no call): {first}"

@@ -53,6 +53,7 @@ def run_usage(item: pytest.Item, report: Any, world: Any, data: dict[str, Any]) 
         "tool_calls": usage.tool_calls,
         "virtual_seconds": usage.virtual_seconds,
         "cost_usd": usage.cost_usd,
+        "priced_by": usage.priced_by,
     }
     budgets = _budgets(item)
     if "group" in budgets:
