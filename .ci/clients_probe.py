@@ -1,8 +1,8 @@
 """Run by .ci/clients in a throwaway venv holding one framework: every tool of every example
 world (and of the worlds named after the checkout) through that framework's own MCP client
 over stdio (`python -m faultbench serve WORLD`): DSPy's `Tool.from_mcp_tool`, AutoGen's
-`mcp_server_tools`, Semantic Kernel's `add_plugin`; for CrewAI's mcpadapt, also a call that
-leaves every optional argument out (mcpadapt sends them as null).
+`mcp_server_tools`, Semantic Kernel's `add_plugin`; for CrewAI's mcpadapt, also a call with every
+optional argument left out, as a CrewAI agent passes it (as null).
 
     python clients_probe.py dspy|autogen|sk|crewai CHECKOUT [WORLD...]
 """
@@ -65,7 +65,14 @@ async def crewai_probe(world):
     with MCPAdapt(StdioServerParameters(command=cmd[0], args=cmd[1:]), CrewAIAdapter()) as tools:
         by_name = {t.name: t for t in tools}
         if "list_orders" in by_name:  # the shop: a list tool with its filters left out
-            out = by_name["list_orders"].run()
+            tool = by_name["list_orders"]
+            # what a CrewAI agent's call passes: the arguments as validated by the tool's
+            # model, every optional one the model left out as null (mcpadapt 0.1.19 drops a
+            # null where the schema takes none; the server takes it as left out either way)
+            args = tool.args_schema().model_dump()
+            assert args, args
+            assert all(v is None for v in args.values()), args
+            out = tool.run(**args)
             assert str(out).startswith("[{"), out
         return len(tools)
 

@@ -127,3 +127,18 @@ async def test_the_sdks_client_lists_an_optional_argument_as_anyof():
     currency = tools["issue_refund"].input_schema["properties"]["currency"]
     assert currency["anyOf"] == [{"type": "string"}, {"type": "null"}]
     assert not problems(tools["issue_refund"].input_schema)
+
+
+@pytest.mark.anyio
+async def test_a_client_that_sends_null_for_what_the_model_left_out_is_answered():
+    """Some MCP clients send every argument the model left out as null: an optional one that
+    takes no null is taken as left out; a required one stays an error."""
+    world = faultbench.load_world(EXAMPLES[[p.stem for p in EXAMPLES].index("shop")], faults=False)
+    async with open_client(build_server(world)) as client:
+        every = await client.call_tool("list_orders", {})
+        nulls = await client.call_tool("list_orders", {"customer_id": None, "status": None})
+        assert not nulls.is_error, nulls.content[0].text
+        assert nulls.content[0].text == every.content[0].text
+        bad = await client.call_tool("get_order", {"id": None})
+        assert bad.is_error
+        assert bad.content[0].text.endswith("`id`: expected a string, got null")

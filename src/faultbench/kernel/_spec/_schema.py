@@ -473,7 +473,7 @@ class Validator:
                 fields.append((a.name, _py_type(a) | msgspec.UnsetType, msgspec.UNSET))
         self._fields = tuple(a.name for a in args)
         #: optional arguments that take no null: a null for one is taken as left out (some
-        #: MCP clients, CrewAI's mcpadapt among them, send null for what the model omitted)
+        #: MCP clients send null for every argument the model left out)
         self._omit_nulls = frozenset(
             a.name for a in args if not a.required and not a.nullable and a.kind != "any"
         )
