@@ -115,10 +115,11 @@ async def open_client(
     `legacy`: on 2.x, the 2025 handshake even in-process (1.x always does it)."""
     if MCP_MAJOR >= 2:
         if isinstance(target, list):
-            from mcp.client.stdio import StdioServerParameters
+            from mcp.client.stdio import StdioServerParameters, stdio_client
 
             command, *args = target
-            target = StdioServerParameters(command=command, args=args)
+            # the transport itself: 2.0's Client takes no StdioServerParameters
+            target = stdio_client(StdioServerParameters(command=command, args=args))
         async with mcp.Client(
             target,
             read_timeout_seconds=timeout,

@@ -33,7 +33,10 @@ def test_json_is_the_tools_list_an_mcp_client_receives():
     for listed, tool in zip(tools, world.tools):
         assert listed["description"] == tool.description
         assert listed["inputSchema"] == tool.input_schema
-    assert tools[0]["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
+    assert tools[0]["annotations"] == {
+        "readOnlyHint": True, "idempotentHint": True, "openWorldHint": False,
+    }  # fmt: skip
+    assert tools[0]["title"] == "Get order"
 
 
 def test_text_lists_each_tool_with_its_arguments():
@@ -43,7 +46,8 @@ def test_text_lists_each_tool_with_its_arguments():
     assert out.startswith("get_order  (read-only, idempotent)\n    Get one order by id.")
     assert "    id: string (required) - id of the order\n" in out
     assert '    status: "placed" | "delivered" | "returned" (optional)' in out
-    assert "\nreturn_order\n    Mark a delivered order as returned." in out
+    # a custom operation: MCP's conservative default, said out loud
+    assert "\nreturn_order  (destructive)\n    Mark a delivered order as returned." in out
     assert "    note: string | null (optional)" in out
 
 
@@ -69,7 +73,7 @@ def test_every_argument_of_the_example_shop_is_described_for_a_model():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert (
-        "issue_refund\n    Refund part or all of an order's total to the customer.\n"
+        "issue_refund  (destructive)\n    Refund part or all of an order's total to the customer.\n"
         "    order_id: string (required) - id of the order to refund.\n"
         "    amount: number (required) - how much to refund, in the order's currency; more "
         "than zero and at most what is left of the order's total after earlier refunds.\n"

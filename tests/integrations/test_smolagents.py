@@ -42,7 +42,7 @@ def test_the_tools_carry_the_worlds_schemas_and_optional_arguments_stay_optional
     # required arguments are required; an optional one is `nullable`, smolagents' "optional"
     assert not inputs["order_id"].get("nullable")
     assert inputs["currency"]["nullable"] is True
-    assert inputs["currency"]["type"] == ["string", "null"]
+    assert inputs["currency"]["type"] == "string"  # its `anyOf` [string, null] unwrapped
 
 
 def test_mcpadapts_own_tools_make_every_argument_required(shop):

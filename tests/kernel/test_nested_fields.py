@@ -144,12 +144,16 @@ def test_tool_schemas_have_nested_properties_and_items(tmp_path):
     assert item["additionalProperties"] is False
     assert item["properties"]["amount"] == {"type": "integer"}
     assert item["properties"]["quantity"] == {"type": "integer", "default": 1}
-    assert item["properties"]["at"] == {"type": ["string", "null"], "format": "date-time"}
-    meta = item["properties"]["meta"]
-    assert meta["type"] == ["object", "null"]
+    # optional: anyOf the value's schema or null, as the MCP SDK writes it (no type lists)
+    assert item["properties"]["at"] == {
+        "anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]
+    }
+    meta, null = item["properties"]["meta"]["anyOf"]
+    assert meta["type"] == "object"
+    assert null == {"type": "null"}
     assert meta["properties"]["notes"] == {
-        "type": ["array", "null"], "items": {"type": "string"},
-    }  # fmt: skip
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]
+    }
     customer = world.tool("create_customer").input_schema["properties"]
     assert customer["tags"]["items"] == {"type": "string"}
     assert customer["address"]["required"] == ["line1", "city"]

@@ -56,7 +56,13 @@ async def test_tools_faults_and_results_reach_the_sdks_client(reach):
             assert listed[tool.name].description == tool.description
         assert listed["get_order"].annotations.read_only_hint is True
         assert listed["delete_order"].annotations.destructive_hint is True
-        assert listed["return_order"].annotations is None
+        # a custom operation: MCP's conservative defaults said out loud; no tool is open-world
+        custom = listed["return_order"].annotations
+        assert (custom.read_only_hint, custom.destructive_hint) == (False, True)
+        assert custom.idempotent_hint is False
+        assert all(t.annotations.open_world_hint is False for t in listed.values())
+        assert listed["get_order"].title == "Get order"
+        assert all(t.title for t in listed.values())
 
         # The first issue_refund is scripted to time out after committing.
         timeout = await client.call_tool("issue_refund", {"order_id": "1", "amount": 3.0})

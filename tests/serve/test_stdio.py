@@ -9,10 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import mcp
 import pytest
 from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 import faultbench
 from faultbench.kernel import decode_events
@@ -27,9 +29,13 @@ def anyio_backend():
     return "trio"
 
 
-def serve_command(*args: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "faultbench.cli", "serve", str(SHOP), *args]
+def serve_command(*args: str) -> Any:
+    """The stdio transport of `faultbench serve SHOP *args` (the transport itself, not its
+    `StdioServerParameters`, which mcp 2.0's `Client` does not take)."""
+    return stdio_client(
+        StdioServerParameters(
+            command=sys.executable, args=["-m", "faultbench.cli", "serve", str(SHOP), *args]
+        )
     )
 
 

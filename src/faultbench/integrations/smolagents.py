@@ -130,10 +130,23 @@ def _optional_nullable(mcp_tool: Any) -> Any:
     schema = dict(mcp_tool.inputSchema)
     required = set(schema.get("required", ()))
     schema["properties"] = {
-        name: prop if name in required else {**prop, "nullable": True}
+        name: _smol_input(prop, optional=name not in required)
         for name, prop in schema.get("properties", {}).items()
     }
     return mcp_tool.model_copy(update={"inputSchema": schema})
+
+
+def _smol_input(prop: dict[str, Any], *, optional: bool) -> dict[str, Any]:
+    """One argument as smolagents reads it: a nullable value (`anyOf` [schema, null], as
+    faultbench and the MCP SDK write it) as its schema marked `nullable` (mcpadapt would
+    call an `anyOf` a string), an optional one `nullable` too."""
+    branches = prop.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        inner = [b for b in branches if b != {"type": "null"}]
+        if len(inner) == 1 and isinstance(inner[0], dict):
+            rest = {k: v for k, v in prop.items() if k != "anyOf"}
+            prop = {**inner[0], **rest, "nullable": True}
+    return {**prop, "nullable": True} if optional else prop
 
 
 def _server_parameters(where: Target) -> Any:

@@ -45,15 +45,32 @@ __all__ = [
 log = logging.getLogger("faultbench.serve")
 
 # MCP tool annotations per operation kind. They are hints for the model and the client
-# (e.g. a client may skip confirmation for read-only tools); custom handlers get none
-# because nothing is known about what they do.
+# (e.g. a client may skip confirmation for read-only tools). A custom handler gets the
+# conservative ones MCP assumes when a hint is absent (it may write, destroy, and is not
+# idempotent), said out loud. No tool reaches outside its world: `openWorldHint` is false.
 # (Wire form: the same on both SDKs.)
 _ANNOTATIONS: dict[str, dict[str, bool]] = {
-    "get": {"readOnlyHint": True, "idempotentHint": True},
-    "list": {"readOnlyHint": True, "idempotentHint": True},
-    "create": {"readOnlyHint": False, "destructiveHint": False},
-    "update": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
-    "delete": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+    "get": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "list": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+    "create": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
+    "update": {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    "delete": {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    },
+    "custom": {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
 }
 
 AfterCall = Callable[[World, CallResult], None]
@@ -64,13 +81,21 @@ def tool_wire(tool: Tool) -> dict[str, Any]:
     unchanged."""
     out: dict[str, Any] = {
         "name": tool.name,
+        "title": tool_title(tool.name),
         "description": tool.description,
         "inputSchema": tool.input_schema,
     }
-    annotations = _ANNOTATIONS.get(tool.kind)
+    annotations = _ANNOTATIONS.get(tool.kind, _ANNOTATIONS["custom"])
     if annotations is not None:
         out["annotations"] = dict(annotations)
     return out
+
+
+def tool_title(name: str) -> str:
+    """A tool's `title`, what a client shows a person: its name in words (`get_order` reads
+    "Get order")."""
+    words = name.replace("_", " ").strip()
+    return words[:1].upper() + words[1:] if words else name
 
 
 def render_result(

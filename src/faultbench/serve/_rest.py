@@ -134,9 +134,22 @@ def _types(schema: dict[str, Any]) -> tuple[list[str], bool]:
     )
 
 
+def _or_null(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the schema, whether null is allowed) of an optional argument's `anyOf` [schema, null]
+    (the kernel's `or_null`); any other schema as it is."""
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        rest = [b for b in branches if b != {"type": "null"}]
+        if len(rest) == 1 and isinstance(rest[0], dict):
+            return rest[0], True
+    return schema, False
+
+
 def coerce(value: Any, schema: dict[str, Any]) -> Any:
     """Text from a query or a form in the type `schema` asks for (JSON bodies pass as is)."""
+    schema, or_null = _or_null(schema)
     types, nullable = _types(schema)
+    nullable = nullable or or_null
     kind = types[0] if len(types) == 1 else None
     if isinstance(value, str):
         if value == "" and nullable:

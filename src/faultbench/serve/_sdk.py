@@ -87,6 +87,8 @@ if MCP_MAJOR >= 2:
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS as _MODERN
 
     MODERN_PROTOCOL_VERSIONS: frozenset[str] = frozenset(_MODERN)
+    #: the SDK's `Server` takes `get_tool_input_schema=` (mcp >= 2.3)
+    _TAKES_INPUT_SCHEMA = "get_tool_input_schema" in inspect.signature(Server.__init__).parameters
 else:
     import mcp.types as types  # type: ignore[no-redef]  # the 1.x home of the same models
 
@@ -186,6 +188,11 @@ def init_server(
         # At 2026-07-28 a change notification reaches only the clients listening for it
         # (`subscriptions/listen`); the bus is how `notify_tools_changed` reaches them.
         bus = InMemorySubscriptionBus()
+        extra: dict[str, Any] = {}
+        # `get_tool_input_schema` came in mcp 2.3; before it the SDK reads a tool's input
+        # schema (for `Mcp-Param-*` header checks) from the `tools/list` handler.
+        if _TAKES_INPUT_SCHEMA:
+            extra["get_tool_input_schema"] = input_schema
         Server.__init__(
             server,
             name,
@@ -193,8 +200,8 @@ def init_server(
             instructions=instructions,
             on_list_tools=list_tools,
             on_call_tool=call_tool,
-            get_tool_input_schema=input_schema,
             on_subscriptions_listen=ListenHandler(bus),
+            **extra,
         )
         server.subscription_bus = bus
         # Outermost, before the SDK's OpenTelemetry middleware: see `fast_tool_calls`.
@@ -394,7 +401,13 @@ def http_call_checks() -> tuple[int, Callable[[Any], tuple[bool, bool]]] | None:
     if MCP_MAJOR < 2:
         return None
     from mcp.server.streamable_http import check_accept_headers
-    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    try:
+        from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+    except ImportError:  # mcp 2.0 keeps it beside the session manager
+        from mcp.server.streamable_http_manager import (  # type: ignore[attr-defined,no-redef,unused-ignore]
+            DEFAULT_MAX_REQUEST_BODY_SIZE,
+        )
 
     return DEFAULT_MAX_REQUEST_BODY_SIZE, check_accept_headers
 
@@ -480,13 +493,18 @@ def streamable_http_app(
     """The SDK's Starlette app serving `server` at `path` (JSON responses, stateful
     sessions) with `routes` beside it; its lifespan runs the session manager."""
     if MCP_MAJOR >= 2:
+        extra: dict[str, Any] = {}
+        # Idle sessions end on their own from mcp 2.2 (2.0 and 2.1 keep them until the
+        # client ends them or the server stops), as from 1.x's release that added it.
+        if "session_idle_timeout" in inspect.signature(server.streamable_http_app).parameters:
+            extra["session_idle_timeout"] = session_idle_timeout
         return server.streamable_http_app(
             streamable_http_path=path,
             json_response=True,
-            session_idle_timeout=session_idle_timeout,
             transport_security=security,
             host=host,
             custom_starlette_routes=routes,
+            **extra,
         )
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
@@ -552,10 +570,13 @@ async def connect(target: str | list[str], *, timeout: float = 30) -> AsyncItera
 
     if MCP_MAJOR >= 2:
         import mcp
+        from mcp.client.stdio import stdio_client
 
         where: Any = target
         if isinstance(target, list):
-            where = StdioServerParameters(command=target[0], args=target[1:])
+            # The stdio transport itself: 2.0's `Client` takes no `StdioServerParameters`
+            # (2.1 added it, and opens this same transport for one).
+            where = stdio_client(StdioServerParameters(command=target[0], args=target[1:]))
         async with mcp.Client(where, read_timeout_seconds=timeout) as client:
             yield client
         return

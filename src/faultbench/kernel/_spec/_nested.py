@@ -184,18 +184,40 @@ def merge(f: FieldSpec, old: Any, new: Any) -> Any:
     return out
 
 
+def or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` or null, as the MCP SDK (and Pydantic) write it: `anyOf` of the two. Never a
+    list of types (`"type": ["string", "null"]`): several MCP clients (AutoGen, DSPy,
+    Semantic Kernel) cannot read one."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
 def json_schema(f: FieldSpec, *, partial: bool = False) -> dict[str, Any]:
-    """The JSON Schema of a value of `f`: nested `properties` / `items`, no `$ref`."""
+    """The JSON Schema of a value of `f`: nested `properties` / `items`, no `$ref`; an
+    optional field's as `anyOf` its schema or null (`or_null`), its default beside them."""
     s: dict[str, Any]
     if f.kind == "object":
         s = {
-            "type": ["object", "null"] if f.optional else "object",
+            "type": "object",
             "properties": {g.name: json_schema(g, partial=partial) for g in f.fields},
             "additionalProperties": False,
         }
         if not partial:
             s["required"] = [g.name for g in f.fields if not g.optional and not g.has_default]
-        return s
+    elif f.kind == "list":
+        assert f.item is not None
+        s = {"type": "array", "items": json_schema(f.item)}
+    else:
+        jtype = {"int": "integer", "float": "number", "bool": "boolean"}.get(f.kind, "string")
+        s = {"type": jtype}
+        if f.kind == "enum":
+            s["enum"] = list(f.choices)
+        elif f.kind == "datetime":
+            s["format"] = "date-time"
+    if f.optional:
+        s = or_null(s)
+    if f.has_default:
+        s["default"] = f.default.isoformat() if isinstance(f.default, datetime) else f.default
+    return s
     if f.kind == "list":
         assert f.item is not None
         return {

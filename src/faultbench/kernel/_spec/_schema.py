@@ -23,7 +23,7 @@ from .._text._show import SHOW_MAX, show_name, show_value
 from ._lists import OP_TEXT, arg_name, is_rich, list_description
 from ._nested import INT_MAX as INT_MAX
 from ._nested import INT_MIN as INT_MIN
-from ._nested import SCALAR_NOUNS, NestedError, conform, describe, json_schema
+from ._nested import SCALAR_NOUNS, NestedError, conform, describe, json_schema, or_null
 from ._types import FieldSpec, OperationSpec, ParamSpec, RecordSpec
 
 # ---------------------------------------------------------------------------------------------
@@ -395,11 +395,13 @@ def arg_schema(a: Arg) -> dict[str, Any]:
         return s
     jtype = _JSON_TYPE.get(a.kind)
     if jtype is not None:
-        s["type"] = [jtype, "null"] if a.nullable else jtype
+        s["type"] = jtype
     if a.kind == "enum":
-        s["enum"] = [*a.choices, None] if a.nullable else list(a.choices)
+        s["enum"] = list(a.choices)
     elif a.kind == "datetime":
         s["format"] = "date-time"
+    if a.nullable and s:
+        s = or_null(s)
     if a.description:
         s["description"] = a.description
     if a.has_default:
@@ -458,7 +460,7 @@ class Validator:
     """Checks one tool's arguments; `validate(args)` returns the cleaned values (only those
     given) or raises `InvalidArguments` with the message the agent sees."""
 
-    __slots__ = ("_args", "_fields", "_nested", "_type", "tool")
+    __slots__ = ("_args", "_fields", "_nested", "_omit_nulls", "_type", "tool")
 
     def __init__(self, tool: str, args: list[Arg]):
         self.tool = tool
@@ -470,12 +472,19 @@ class Validator:
             else:
                 fields.append((a.name, _py_type(a) | msgspec.UnsetType, msgspec.UNSET))
         self._fields = tuple(a.name for a in args)
+        #: optional arguments that take no null: a null for one is taken as left out (some
+        #: MCP clients send null for every argument the model left out)
+        self._omit_nulls = frozenset(
+            a.name for a in args if not a.required and not a.nullable and a.kind != "any"
+        )
         self._nested = tuple((a.name, a.field, a.partial) for a in args if a.field is not None)
         self._type = msgspec.defstruct(
             f"{tool}_args", fields, forbid_unknown_fields=True, frozen=True
         )
 
     def validate(self, args: Any) -> dict[str, Any]:
+        if self._omit_nulls and isinstance(args, dict) and None in args.values():
+            args = {k: v for k, v in args.items() if v is not None or k not in self._omit_nulls}
         try:
             obj = msgspec.convert(args, self._type, strict=True)
         except msgspec.ValidationError as exc:
