@@ -96,6 +96,11 @@ def test_rest_answers_the_documents_shapes_statuses_and_bounds(widgets_url):
         assert like.json()["total_entries"] == 1
         changed = http.patch("/api/v2/widgets/lamp", json={"size": 7})
         assert changed.json() == {"name": "lamp", "size": 7, "description": None}
+        # FastAPI's optional PATCH fields sent as null: a field that cannot be null is kept
+        kept = http.patch("/api/v2/widgets/lamp", json={"size": None, "description": "d"})
+        assert kept.json() == {"name": "lamp", "size": 7, "description": "d"}
+        cleared = http.patch("/api/v2/widgets/lamp", json={"description": None})
+        assert cleared.json()["description"] is None
         # refusals: the declared 422 in FastAPI's HTTPValidationError
         for bad in (
             http.post("/api/v2/widgets", json={"name": "x", "size": "many"}),

@@ -174,7 +174,7 @@ async def _arguments(
             args[key] = coerce(v, props[key])
         else:
             ignored.append(k)
-    return args, ignored
+    return contract.unset_nulls(op.kind, args, props), ignored
 
 
 def _token(world: World, request: Request) -> str | None:

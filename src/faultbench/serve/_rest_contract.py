@@ -55,6 +55,24 @@ def rename(http: dict[str, Any], kind: str, given: dict[str, Any]) -> dict[str, 
     return out
 
 
+def unset_nulls(kind: str, args: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    """An update's `null` for a field that cannot be null is "leave it as it is" (a
+    PATCH body of FastAPI's optional fields sends them as null)."""
+    if kind != "update":
+        return args
+    return {k: v for k, v in args.items() if v is not None or _nullable(props.get(k) or {})}
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    kinds = schema.get("type")
+    variants = [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]
+    return (
+        kinds == "null"
+        or (isinstance(kinds, list) and "null" in kinds)
+        or any(isinstance(v, dict) and v.get("type") == "null" for v in variants)
+    )
+
+
 def page_limit(http: dict[str, Any], page: Any, args: dict[str, Any]) -> int | None:
     """A limit the document allows outside the world's 1 to `max_size` (`bounds: {limit:
     {minimum: 0}}`, no maximum): the call asks for the nearest the world takes, and the
