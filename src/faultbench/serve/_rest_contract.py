@@ -50,8 +50,10 @@ def rename(http: dict[str, Any], kind: str, given: dict[str, Any]) -> dict[str, 
             v = template.replace("{}", v)
         out[arg] = v
     key = http.get("key")
-    if kind == "create" and key and isinstance(out.get(key), str | int) and "id" not in out:
-        out["id"] = str(out[key])
+    value = out.get(key) if key else None
+    # an empty key names no path (`/pools/`): the world gives that record an id of its own
+    if kind == "create" and isinstance(value, str | int) and str(value) and "id" not in out:
+        out["id"] = str(value)
     return out
 
 
