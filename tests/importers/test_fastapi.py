@@ -182,3 +182,20 @@ def test_airflow_creates_and_updates_every_resource_with_a_post_or_patch_and_a_g
     world = load_world(world_file, faults=False)
     assert world.spec.operations["get_pool"].http["key"] == "name"
     assert world.spec.operations["get_variable"].http["key"] == "key"
+
+
+def test_bad_http_contract_keys_are_load_errors_that_say_the_fix(tmp_path):
+    from faultbench import WorldFileError
+
+    world = tmp_path / "w.yaml"
+    world.write_text(
+        "services:\n  s:\n    records:\n      pool: {name: str}\n    operations:\n"
+        "      get_pools:\n        kind: list\n        record: pool\n"
+        "        http: {method: GET, path: /pools, total: 3, args: [x], bounds: {limit: 0}}\n"
+    )
+    with pytest.raises(WorldFileError) as info:
+        load_world(world)
+    text = str(info.value)
+    assert "total must be a property name" in text
+    assert "args must map request names to tool arguments" in text
+    assert "bounds must map arguments to {minimum:}" in text
