@@ -85,3 +85,17 @@ def test_the_sdk_does_crud_with_pages_totals_and_patterns(airflow):
     assert error is not None
     assert error.detail is not None
     assert "slots" in error.detail[0].msg
+    # a record whose schema declares an integer id (a backfill) is answered with a number
+    made = httpx.post(
+        f"{base}/api/v2/backfills",
+        json={
+            "dag_id": "etl",
+            "from_date": "2025-01-01T00:00:00Z",
+            "to_date": "2025-01-02T00:00:00Z",
+        },
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert made.status_code == 200, made.text
+    assert made.json()["id"] == 1
+    got = httpx.get(f"{base}/api/v2/backfills/1", headers={"Authorization": f"Bearer {token}"})
+    assert got.json()["id"] == 1

@@ -98,6 +98,8 @@ class Operation:
     #: request names that are other tool arguments: {`pool_name_pattern`: `name_like`};
     #: `name_like %{}%` puts the request's value where `{}` is
     args: dict[str, str] = field(default_factory=dict)
+    #: "integer" where the record's schema declares its `id` an integer (answered as one)
+    ids: str | None = None
     #: query parameter bounds the document declares beyond the tool's (`limit >= 0`)
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -488,6 +490,9 @@ def _operation(
         record = records[rec]
         ref = {"$ref": f"#/components/schemas/{_escape(record.schema_name)}"}
         out.nulls = null_paths(m.doc, ref, record.fields)
+        props, _ = FieldTypes(m.doc, {}).properties(m.doc.deref(ref)[0])
+        if m.doc.deref(props["id"])[0].get("type") == "integer" if "id" in props else False:
+            out.ids = "integer"  # a world's ids are text: answered as the number they hold
     if kind == "list" and rec is not None:
         _list_options(m, records[rec], params, out)
         out.items, out.envelope, out.total = m.envelope(_node)

@@ -279,7 +279,7 @@ def respond(op: Any, result: CallResult, ignored: list[str], floor: int | None =
             value = {**value, "data": without_nulls(value["data"], keep, "")}  # a page's rows
         else:
             value = without_nulls(value, keep, "")
-    if op.http.get("total") or op.http.get("key"):  # the document's shape exactly
+    if op.http.get("total") or op.http.get("key") or op.http.get("ids"):  # the document's shape
         value = contract.shape(op.http, op.kind, value, floor)
         status = int(op.http.get("status", 200))
         return JSONResponse(value, status_code=status, headers=_located(op, value, headers))

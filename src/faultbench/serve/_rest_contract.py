@@ -5,6 +5,8 @@
   `"name_like %{}%"` puts the request's value in a template (an `ILIKE '%text%'` search).
 - `key: name`: the record's natural key is its id (`GET /pools/{pool_name}`): a create's
   `name` is also its `id`, and answers leave `id` out (the document declares none).
+- `ids: integer`: the record's schema declares its `id` an integer: answered as the number
+  the world's text id holds.
 - `total: total_entries`: a list answers exactly `{**envelope, <items>: rows, <total>: every
   match}`, without the world's own `data`, `has_more`, `total` or `next_cursor`.
 - `bounds: {limit: {minimum: 0}}`: the document's bounds of `limit` where the world's (1 to
@@ -20,6 +22,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -110,17 +113,35 @@ def shape(http: dict[str, Any], kind: str, value: Any, cut: int | None) -> Any:
         value = {**(http.get("envelope") or {}), items: rows, total_key: total}
     if key:
         value = _without_id(value, items if kind == "list" else None)
+    elif http.get("ids") == "integer":
+        value = _int_ids(value, items if kind == "list" else None)
     return value
 
 
-def _without_id(value: Any, items: str | None) -> Any:
+def _each_row(value: Any, items: str | None, row: Callable[[dict[str, Any]], Any]) -> Any:
+    """`row` applied to the record an answer is, or to each of its rows (at the top, or
+    under the envelope key `items`)."""
     if isinstance(value, list):
-        return [_without_id(v, None) for v in value]
+        return [_each_row(v, None, row) for v in value]
     if not isinstance(value, dict):
         return value
     if items is not None and isinstance(value.get(items), list):
-        return {**value, items: _without_id(value[items], None)}
-    return {k: v for k, v in value.items() if k != "id"}
+        return {**value, items: _each_row(value[items], None, row)}
+    return row(value)
+
+
+def _without_id(value: Any, items: str | None) -> Any:
+    return _each_row(value, items, lambda r: {k: v for k, v in r.items() if k != "id"})
+
+
+def _int_ids(value: Any, items: str | None) -> Any:
+    """`ids: integer`: a record's id answered as the number its text holds."""
+
+    def number(r: dict[str, Any]) -> dict[str, Any]:
+        rid = r.get("id")
+        return {**r, "id": int(rid)} if isinstance(rid, str) and rid.isdigit() else r
+
+    return _each_row(value, items, number)
 
 
 def refusal_status(http: dict[str, Any], status: int) -> int:

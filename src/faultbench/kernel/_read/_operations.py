@@ -26,7 +26,7 @@ OPERATION_KEYS = (
 )  # fmt: skip
 HTTP_KEYS = (
     "method", "path", "status", "items", "envelope", "errors", "nulls", "total", "key", "args",
-    "bounds",
+    "bounds", "ids",
 )  # fmt: skip
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _HTTP_PATH = re.compile(r"/[^\s?#]*")
@@ -167,7 +167,7 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         `nulls:`, the properties answered as null when unset, the others being left out;
         `total:`, a list envelope's property counting every match; `key:`, the property that
         is the record's id; `args:`, request names of other tool arguments; `bounds:`,
-        the document's own bounds of an argument)."""
+        the document's own bounds of an argument; `ids: integer`, ids answered as numbers)."""
         if "http" not in decl:
             return None
         value = decl["http"]
@@ -202,6 +202,10 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         for name in ("total", "key"):
             if name in value and not (isinstance(value[name], str) and value[name]):
                 self.at_value(value, name, f"{name} must be a property name")
+        if value.get("ids", "integer") != "integer":
+            self.at_value(
+                value, "ids", "ids must be integer (ids answered as numbers), or left out"
+            )
         args = value.get("args", {})
         if not isinstance(args, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in args.items()
