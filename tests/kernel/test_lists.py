@@ -761,3 +761,34 @@ def test_page_drift_through_a_bucket_and_an_equality_beside_a_sort():
         page = ok(world, "big", {"status": "b", "offset": offset, "limit": 100})
         assert [r["id"] for r in page["data"]] == by_amount[offset : offset + 100]
         assert page["total"] == len(b)
+
+
+def test_like_matches_sql_like_patterns_in_any_case(tmp_path):
+    world = load(
+        tmp_path,
+        """\
+        name: pools
+        services:
+          s:
+            records:
+              pool: { name: str, note: str? }
+            operations:
+              create_pool: { kind: create, record: pool }
+              list_pools: { kind: list, record: pool, filter: { name: [like] } }
+        """,
+    )
+    for name in ("default_pool", "Customer_A", "customers", "a%b", "a_b"):
+        ok(world, "create_pool", {"name": name})
+
+    def names(pattern: str) -> list[str]:
+        return [p["name"] for p in ok(world, "list_pools", {"name_like": pattern})]
+
+    assert names("%customer\\_%") == ["Customer_A"]  # `\_` is an underscore, any case
+    assert names("customer%") == ["Customer_A", "customers"]
+    assert names("a_b") == ["a%b", "a_b"]  # `_` is one character
+    assert names("a\\%b") == ["a%b"]
+    assert names("%POOL") == ["default_pool"]
+    assert names("pool") == []  # the whole text must match
+    schema = world.tool("list_pools").input_schema["properties"]["name_like"]
+    assert schema["type"] == "string"
+    assert "SQL LIKE" in schema["description"]

@@ -208,10 +208,9 @@ def _operation_body(op: Operation, handlers: str, anchors: _Anchors) -> dict[str
         http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
         if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
             http["status"] = int(op.status)
-        if op.items:
-            http["items"] = op.items
-        if op.envelope:
-            http["envelope"] = op.envelope
+        for name in ("items", "envelope", "total", "key", "ids", "args", "bounds"):
+            if getattr(op, name):
+                http[name] = getattr(op, name)
         if op.nulls is not None:
             http["nulls"] = op.nulls
         if op.errors:

@@ -42,3 +42,33 @@ def record_name(schema_name: str, taken: set[str]) -> str:
 def tool_name(text: str) -> str:
     """1 to 64 of letters, digits, '_' and '-' (what the world-file reader accepts)."""
     return (snake(text) or "operation")[:64]
+
+
+#: words generators put after a resource's name to say a schema's role (FastAPI's
+#: `PoolResponse`, `PoolBody`, `PoolPatchBody`, `PoolCollectionResponse`; SQLModel's
+#: `HeroCreate`, `HeroPublic`): every such schema is the one resource `pool`, `hero`
+ROLE_WORDS = frozenset(
+    {"response", "body", "create", "update", "patch", "collection", "list", "out", "in",
+     "request", "read", "public", "input", "output"}
+)  # fmt: skip
+
+
+def resource_words(schema_name: str) -> list[str]:
+    """The snake_case words of the resource a schema is about: its name without the role
+    words at its end (`DAGRunCollectionResponse` -> [dag, run]); the name itself when it is
+    nothing but role words (`Response`)."""
+    words = snake(schema_name).split("_") if snake(schema_name) else []
+    end = len(words)
+    while end > 1 and words[end - 1] in ROLE_WORDS:
+        end -= 1
+    return words[:end]
+
+
+def fastapi_tool(op_id: str, method: str, path: str) -> str:
+    """FastAPI's generated operation id (`read_item_items__item_id__get`: the function's
+    name, the path with every non-word character as `_`, the method) without its path and
+    method (`read_item`); any other id as it is."""
+    suffix = re.sub(r"\W", "_", path) + "_" + method
+    if op_id.endswith(suffix) and len(op_id) > len(suffix):
+        return op_id[: -len(suffix)]
+    return op_id

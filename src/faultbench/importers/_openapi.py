@@ -28,7 +28,7 @@ from faultbench.kernel.lowlevel import plural
 
 from ._document import Document, title_name
 from ._errors import error_schemas
-from ._names import identifier, record_name, snake, tool_name
+from ._names import fastapi_tool, identifier, record_name, resource_words, snake, tool_name
 from ._shapes import Decl, FieldTypes, answer, null_paths
 
 _ITEM_PATH = re.compile(r".*/\{[^/{}]+\}/?$")
@@ -41,6 +41,11 @@ _OFFSET = {"offset", "start", "skip", "page", "pagenumber", "page_number"}
 _SIZE = {"limit", "page_size", "pagesize", "per_page", "size", "rows", "max_results", "top"}
 _NOT_FILTERS = {"expand", "fields", "include", "select"}
 _RANGE = ("gt", "gte", "lt", "lte")
+#: integer properties of a list's envelope that carry the count of every match
+_TOTALS = ("total_entries", "total", "total_count", "totalcount", "total_results", "count")
+#: query parameters that search a list by text (on its record's key or name)
+_SEARCH = ("search", "q", "query")
+_SNAKE_ID = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 _WRITE_METHODS = ("put", "patch", "post")
 
 
@@ -86,6 +91,17 @@ class Operation:
     errors: dict[str, tuple[str | None, Any]] = field(default_factory=dict)
     #: a record's answers: the properties answered as null when unset (others left out)
     nulls: list[str] | None = None
+    #: the envelope's integer property that carries the count of every match
+    total: str | None = None
+    #: the record's natural key (the property its path parameter names), when not `id`
+    key: str | None = None
+    #: request names that are other tool arguments: {`pool_name_pattern`: `name_like`};
+    #: `name_like %{}%` puts the request's value where `{}` is
+    args: dict[str, str] = field(default_factory=dict)
+    #: "integer" where the record's schema declares its `id` an integer (answered as one)
+    ids: str | None = None
+    #: query parameter bounds the document declares beyond the tool's (`limit >= 0`)
+    bounds: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,6 +111,7 @@ class Record:
     schema_name: str
     fields: dict[str, Decl]
     description: str | None = None
+    key: str | None = None  # the natural key (`name`) standing for the id under --rest
 
 
 @dataclass
@@ -146,6 +163,10 @@ class _Mapper:
         self.paths = paths
         self.skipped: list[dict[str, str]] = []
         self.tools: set[str] = set()
+        ids = [str(op.get("operationId") or "") for _p, _m, op, _i in doc.operations()]
+        #: a document whose operation ids are all snake_case names (FastAPI's functions)
+        #: names its tools after them
+        self.by_op_id = bool(ids) and all(_SNAKE_ID.fullmatch(i) for i in ids)
 
     # --- records ------------------------------------------------------------------------
 
@@ -180,20 +201,49 @@ class _Mapper:
                 return self.named(arrays[k].get("items"))
         return None
 
-    def envelope(self, node: Any) -> tuple[str | None, dict[str, Any] | None]:
-        """(the key of a list answer's rows, the smallest rest of that answer), or (None,
-        None) for an answer that is the array itself."""
+    def body_name(self, op: dict[str, Any]) -> str | None:
+        """The component schema a JSON request body names, or None."""
+        body, _ = self.doc.deref(op.get("requestBody"))
+        content = body.get("content") or {}
+        for media in sorted(content, key=lambda m: "json" not in str(m)):
+            node = (
+                (content[media] or {}).get("schema") if isinstance(content[media], dict) else None
+            )
+            return self.doc.deref(node)[1] if node is not None else None
+        return None
+
+    def collection(self, node: Any) -> bool:
+        """Whether an answer is a list of records: an array, a schema named as one
+        (`TaskInstanceCollectionResponse`, `PetList`), or an envelope (`{data: [...]}`)."""
+        schema, name = self.doc.deref(node)
+        if schema.get("type") == "array" or "items" in schema:
+            return True
+        if name is not None and {"collection", "list"} & set(snake(name).split("_")):
+            return self.list_item(node) is not None
+        props = FieldTypes(self.doc, {}).properties(schema)[0]
+        return any(
+            k.lower() in _ENVELOPE and "items" in self.doc.deref(v)[0] for k, v in props.items()
+        )
+
+    def envelope(self, node: Any) -> tuple[str | None, dict[str, Any] | None, str | None]:
+        """(the key of a list answer's rows, the smallest rest of that answer, its integer
+        property counting every match), or (None, None, None) for an answer that is the
+        array itself."""
         schema, _ = self.doc.deref(node)
         if schema.get("type") == "array" or "items" in schema:
-            return None, None
+            return None, None, None
         props = FieldTypes(self.doc, {}).properties(schema)[0]
         arrays = [k for k, v in props.items() if "items" in self.doc.deref(v)[0]]
         key = next((k for k in arrays if k.lower() in _ENVELOPE), arrays[0] if arrays else None)
+        ints = {
+            k.lower(): k for k, v in props.items() if self.doc.deref(v)[0].get("type") == "integer"
+        }
+        total = next((ints[t] for t in _TOTALS if t in ints), None)
         rest = answer(self.doc, schema)
         if not isinstance(rest, dict) or key is None:
-            return key, None
+            return key, None, total
         rest.pop(key, None)
-        return key, rest
+        return key, rest, total
 
     # --- operations ---------------------------------------------------------------------
 
@@ -210,15 +260,42 @@ class _Mapper:
         answered = self.named(node) if node is not None else None
         if method == "get" and item and answered:
             return "get", answered
-        if method == "post" and not item and answered and _names_resource(path, answered):
+        # a write answering a collection (`POST /dags/{id}/clearTaskInstances`) is an action
+        one = answered is not None and node is not None and not self.collection(node)
+        if method == "post" and not item and one and _names_resource(path, str(answered)):
             return "create", answered
-        if method in _WRITE_METHODS and item and answered and _names_resource(path, answered):
+        if method == "post" and not item and one and answered in _children(by_path, path):
+            return "create", answered  # answers what a get of `path/{key}` answers
+        if method in _WRITE_METHODS and item and one and _names_resource(path, str(answered)):
             return "update", answered
+        if method in _WRITE_METHODS and item and one and by_path.get(path) == answered:
+            return "update", answered  # answers what the path's get answers
         if method == "delete" and item:
             target = by_path.get(path)
             if target is not None:
                 return "delete", target
+        if method in _WRITE_METHODS and item and answered is None:
+            # `PUT /state-store/{key}` with a `TaskStateStoreBody`, answering nothing: an
+            # update of the record the path's get answers, when the body is about it too
+            target = by_path.get(path)
+            body_name = self.body_name(op)
+            if (
+                target is not None
+                and body_name is not None
+                and resource_words(body_name) == resource_words(target)
+            ):
+                return "update", target
         return "custom", None
+
+
+def _children(by_path: dict[str, str], path: str) -> set[str]:
+    """The records the gets of `path/{key}` answer."""
+    base = path.rstrip("/")
+    return {
+        schema
+        for p, schema in by_path.items()
+        if _ITEM_PATH.fullmatch(p) and p.rstrip("/").rsplit("/", 1)[0] == base
+    }
 
 
 def _names_resource(path: str, schema: str) -> bool:
@@ -230,7 +307,7 @@ def _names_resource(path: str, schema: str) -> bool:
     if not fixed:
         return False
     last = snake(re.sub(r"\.[A-Za-z]+$", "", fixed[-1])).split("_")
-    words = snake(schema).split("_")
+    words = resource_words(schema)
     stem = words[-1].rstrip("s") if words else ""
     return bool(stem) and any(w.startswith(stem) for w in last)
 
@@ -287,16 +364,22 @@ def map_document(
         if kind in ("get", "update") and schema is not None:
             by_path.setdefault(path, schema)
     kinds = [
-        m.classify(path, method, op, by_path) if method == "delete" else k
+        m.classify(path, method, op, by_path) if k[0] == "custom" else k
         for (path, method, op, _i), k in zip(chosen, kinds)
     ]
     # Records: every schema a CRUD operation works on.
+    # Schemas about one resource (`PoolResponse`, `Pool`) are one record, its fields those
+    # of the first met.
     schema_records: dict[str, str] = {}
+    by_resource: dict[str, str] = {}
     taken: set[str] = set()
     for kind, schema in kinds:
         if schema is None or schema in schema_records or kind == "custom":
             continue
-        schema_records[schema] = record_name(schema, taken)
+        resource = "_".join(resource_words(schema)) or schema
+        if resource not in by_resource:
+            by_resource[resource] = record_name(resource, taken)
+        schema_records[schema] = by_resource[resource]
     types = FieldTypes(doc, schema_records)
     records: dict[str, Record] = {}
     operations: list[Operation] = []
@@ -331,6 +414,7 @@ def map_document(
             if o.kind in ("create", "update", "delete"):
                 o.idempotency_key = "idempotency_key"
     _required_by_create(doc, records, operations, chosen)
+    _natural_keys(records, operations)
     principals = _principals(doc, chosen, operations)
     return Mapping(
         name=title_name(doc)[:40],
@@ -382,13 +466,18 @@ def _operation(
         "list": plural(rec) if rec else "",
         "get": rec or "", "create": rec or "", "update": rec or "", "delete": rec or "",
     }  # fmt: skip
-    preferred = tool_name(f"{kind}_{names[kind]}") if kind != "custom" else tool_name(op_id)
+    basis = fastapi_tool(op_id, method, path) if m.by_op_id else op_id
+    preferred = (
+        tool_name(f"{kind}_{names[kind]}")
+        if kind != "custom" and not m.by_op_id
+        else tool_name(basis)
+    )
     tool = preferred
     if tool in m.tools:
-        tool = tool_name(op_id)
+        tool = tool_name(basis)
     n = 2
     while tool in m.tools:
-        tool, n = f"{tool_name(op_id)[:60]}_{n}", n + 1
+        tool, n = f"{tool_name(basis)[:60]}_{n}", n + 1
     m.tools.add(tool)
     out = Operation(tool, service, kind, method, path, op_id, rec, _description(op))
     params = m.doc.parameters(op, item)
@@ -401,9 +490,12 @@ def _operation(
         record = records[rec]
         ref = {"$ref": f"#/components/schemas/{_escape(record.schema_name)}"}
         out.nulls = null_paths(m.doc, ref, record.fields)
+        props, _ = FieldTypes(m.doc, {}).properties(m.doc.deref(ref)[0])
+        if m.doc.deref(props["id"])[0].get("type") == "integer" if "id" in props else False:
+            out.ids = "integer"  # a world's ids are text: answered as the number they hold
     if kind == "list" and rec is not None:
         _list_options(m, records[rec], params, out)
-        out.items, out.envelope = m.envelope(_node)
+        out.items, out.envelope, out.total = m.envelope(_node)
     if kind == "custom":
         out.params = _custom_params(m, params, op)
         out.answer = answer(m.doc, _node) if _node is not None else None
@@ -435,11 +527,34 @@ def _list_options(m: _Mapper, record: Record, params: list[dict[str, Any]], out:
         if low in _SIZE:
             default = schema.get("default")
             maximum = schema.get("maximum")
+            minimum = schema.get("minimum")
             size = default if isinstance(default, int) and default > 0 else 10
-            top = maximum if isinstance(maximum, int) and maximum >= size else max(size, 100)
+            if isinstance(maximum, int) and maximum >= size:
+                top = maximum
+            elif isinstance(minimum, int) and not isinstance(minimum, bool):
+                top = _NO_MAX  # bounded below only: any size the document allows
+            else:
+                top = max(size, 100)
             out.page = {"size": size, "max_size": top}
+            if pname != "limit":
+                out.args[pname] = "limit"
+            if isinstance(minimum, int) and not isinstance(minimum, bool) and maximum is None:
+                out.bounds["limit"] = {"minimum": minimum}  # and no maximum
             continue
+        if low in _OFFSET and pname != "offset":
+            out.args[pname] = "offset"
         if low in _NOT_FILTERS:
+            continue
+        described = {**schema, "description": p.get("description") or schema.get("description")}
+        searched = _searched(pname, described, record)
+        if searched is not None:
+            field_, op = searched
+            out.filter.setdefault(field_, [])
+            if op not in out.filter[field_]:
+                out.filter[field_].append(op)
+            out.args[pname] = f"{field_}_{op}"
+            if op == "like":  # anywhere in the text, as `ILIKE '%text%'`
+                out.args[pname] += " %{}%"
             continue
         if low in ("sort", "order", "order_by", "orderby", "sort_by", "sortby"):
             out.sort = _sort_keys(schema, record)
@@ -462,6 +577,65 @@ def _list_options(m: _Mapper, record: Record, params: list[dict[str, Any]], out:
         out.page = {"style": "cursor" if cursor else "offset", **page}
     elif out.page is not None:
         out.page = None  # a size alone pages nothing: the first page is all an agent could see
+
+
+#: `limit`'s max_size where the document bounds it below only
+_NO_MAX = 10_000  # the most a world's page may hold
+
+
+def field_named(name: str, record: Record) -> str | None:
+    """The flat text-or-scalar field of `record` that a parameter names: the name itself
+    (`dag_id`), the name without the record's own before it (`pool_name` of a pool ->
+    `name`, `backfill_id` -> `id`), or its last word (`variable_key` -> `key`)."""
+    by_name = {snake(k): k for k in record.fields if isinstance(record.fields[k], str)}
+    words = snake(name).split("_")
+    own = record.name.split("_")
+    candidates = [snake(name)]
+    if words[: len(own)] == own:
+        candidates.append("_".join(words[len(own) :]))
+    candidates.append(words[-1])
+    return next((by_name[c] for c in candidates if c in by_name), None)
+
+
+def _searched(pname: str, schema: dict[str, Any], record: Record) -> tuple[str, str] | None:
+    """(field, operator) for a query parameter that searches by text: `<field>_pattern` and
+    `search`/`q` (on the record's name, title, label or key) are `like` where the
+    description speaks of SQL LIKE or `%` (the text then matches anywhere, as `ILIKE
+    '%text%'` does), else `contains`; `<field>_prefix_pattern` is `prefix`."""
+    low = snake(pname)
+    op = "prefix" if low.endswith("_prefix_pattern") else None
+    if low.endswith("_pattern"):
+        base = low[: -len("_prefix_pattern")] if op else low[: -len("_pattern")]
+        fname = field_named(base, record)
+    elif low in _SEARCH:
+        fname = next((f for f in ("name", "title", "label", "key") if f in record.fields), None)
+    else:
+        return None
+    if fname is None or str(record.fields.get(fname, "")).rstrip("?") != "str":
+        return None
+    text = f"{schema.get('description', '')}".lower()
+    if op is None:
+        op = "like" if "like" in text or "%" in text else "contains"
+    return fname, op
+
+
+def _natural_keys(records: dict[str, Record], operations: list[Operation]) -> None:
+    """A record that declares no `id` and whose get names it by a path parameter that is one
+    of its properties (`GET /pools/{pool_name}` of a pool with a `name`): that property is
+    its id under `serve --rest` (`http: {key: name}`), and its answers leave `id` out."""
+    for op in operations:
+        if op.kind != "get" or op.record is None or records[op.record].key is not None:
+            continue
+        rec = records[op.record]
+        names = re.findall(r"\{([^{}/]+)\}", op.path)
+        if not names or "id" in rec.fields:
+            continue
+        key = field_named(names[-1], rec)
+        if key is not None and key != "id":
+            rec.key = key
+    for op in operations:
+        if op.record is not None and records[op.record].key is not None:
+            op.key = records[op.record].key
 
 
 def _operators(m: _Mapper, schema: dict[str, Any], decl: str) -> list[str]:

@@ -47,6 +47,7 @@ from starlette.routing import Route
 
 from faultbench.kernel import CallResult
 
+from . import _rest_contract as contract
 from ._calls import CallFailure
 from ._rest_errors import error_body, error_schema
 from ._stdio import MAX_DEPTH, too_deep
@@ -216,6 +217,7 @@ async def _arguments(
     header = request.headers.get("idempotency-key")
     if idem is not None and header:  # Stripe's and others' header: the declared key argument
         given[idem.key] = header
+    given = contract.rename(op.http, op.kind, given)
     args: dict[str, Any] = {}
     ignored: list[str] = []
     for k, v in given.items():
@@ -224,7 +226,7 @@ async def _arguments(
             args[key] = coerce(v, props[key])
         else:
             ignored.append(k)
-    return args, ignored
+    return contract.unset_nulls(op.kind, args, props), ignored
 
 
 def _key(name: str, props: dict[str, Any]) -> str:
@@ -282,7 +284,7 @@ def without_nulls(value: Any, keep: frozenset[str], prefix: str) -> Any:
     return out
 
 
-def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
+def respond(op: Any, result: CallResult, ignored: list[str], floor: int | None = None) -> Response:
     headers = {"X-Faultbench-Call": result.call_id} if result.call_id else {}
     if ignored:
         # percent-encoded: a header is latin-1, and request keys are any text
@@ -290,7 +292,7 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
             :500
         ]
     if not result.ok:
-        status = status_of(result)
+        status = contract.refusal_status(op.http, status_of(result))
         schema = error_schema(op.http, status)
         if result.fault:
             headers["X-Faultbench-Fault"] = result.fault
@@ -311,6 +313,10 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
             value = {**value, "data": without_nulls(value["data"], keep, "")}  # a page's rows
         else:
             value = without_nulls(value, keep, "")
+    if op.http.get("total") or op.http.get("key") or op.http.get("ids"):  # the document's shape
+        value = contract.shape(op.http, op.kind, value, floor)
+        status = int(op.http.get("status", 200))
+        return JSONResponse(value, status_code=status, headers=_located(op, value, headers))
     items = op.http.get("items")
     envelope = dict(op.http.get("envelope") or {})
     if "url" in envelope:  # a list object names where it was read (Stripe's SDK pages on it)
@@ -323,7 +329,7 @@ def respond(op: Any, result: CallResult, ignored: list[str]) -> Response:
     status = int(op.http.get("status", 200))
     if status == 204:  # No Content: the answer has no body
         return Response(status_code=204, headers=headers)
-    return JSONResponse(value, status_code=status, headers=headers)
+    return JSONResponse(value, status_code=status, headers=_located(op, value, headers))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,11 +347,7 @@ def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         op = by_method.get(request.method)
         if op is None:
-            return JSONResponse(
-                {"error": {"type": "method_not_allowed", "message": f"{request.method} "
-                           f"{request.url.path}: expected one of {', '.join(sorted(by_method))}"}},
-                status_code=405,
-            )  # fmt: skip
+            return contract.method_not_allowed(world, request, sorted(by_method))
         schema = world.tool(op.name).input_schema
         try:
             args, ignored = await _arguments(request, op, schema)
@@ -353,12 +355,13 @@ def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
             # refused before the world is called (no call id), in the API's error schema
             # like any other 400
             return respond(op, _refused(op.name, f"unreadable request: {exc}"), [])
+        floor = contract.page_limit(op.http, op.page, args)
         # the one handler of calls (`WorldCalls.settle`): token, log line, after-call hooks,
         # webhook deliveries, as for an MCP call
         outcome = await server.settle(world, op.name, args, request=request)
         if isinstance(outcome, CallFailure):
             outcome = _refused(op.name, outcome.message, outcome.kind)
-        return respond(op, outcome, ignored)
+        return respond(op, outcome, ignored, floor)
 
     return endpoint
 
@@ -384,7 +387,20 @@ def rest_routes(server: WorldServer) -> list[Route]:
         route_path = path
         for i, name in enumerate(names):
             route_path = route_path.replace("{" + name + "}", "{" + _route_name(name, i) + "}", 1)
-        routes.append(Route(route_path, _endpoint(server, methods), methods=list(methods)))
+        # every method reaches the endpoint, which answers one it does not serve with 405
+        routes.append(Route(route_path, _endpoint(server, methods), methods=_ALL_METHODS))
     # a fixed segment beats a parameter (`/v1/charges/search` before `/v1/charges/{charge}`)
     routes.sort(key=lambda r: [s.startswith("{") for s in r.path.split("/")])
-    return routes
+    return [*routes, contract.not_found_route(world)] if routes else routes
+
+
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
+
+
+def _located(op: Any, value: Any, headers: dict[str, str]) -> dict[str, str]:
+    """A create's answer names where the new record is read back (`Location`)."""
+    key = op.http.get("key") or "id"
+    if op.kind == "create" and isinstance(value, dict) and value.get(key) is not None:
+        base = op.http["path"].rstrip("/")
+        return {**headers, "Location": f"{base}/{quote(str(value[key]), safe='')}"}
+    return headers

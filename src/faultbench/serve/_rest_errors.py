@@ -210,6 +210,11 @@ class _Filler:
             raw = schema.get("items")
             items: dict[str, Any] = raw if isinstance(raw, dict) else {}
             count = int(schema.get("minItems", 0))
+            if name and _norm(name) in _MESSAGE and (_says(items) or _free(items)):
+                count = max(count, 1)  # FastAPI's `detail: [{loc, msg, type}]`: one error
+            if count and _free(items):
+                message = self.result.error or self.kind
+                return [{"loc": [], "msg": message, "type": self.kind} for _ in range(count)]
             return [self.value(items, "", depth=depth + 1) for _ in range(count)]
         return _smallest(schema, types)
 
@@ -231,10 +236,29 @@ class _Filler:
         object holding a message (`{"error": {"message": ...}}`)."""
         if _norm(name) in _SLOTS and self.slot(name, schema) is not None:
             return True
-        props = schema.get("properties")
-        if not isinstance(props, dict):
-            return False
-        return any(_norm(str(k)) in _MESSAGE for k in props)
+        if _says(schema):
+            return True
+        items = schema.get("items")
+        return (
+            _norm(name) in _MESSAGE and isinstance(items, dict) and (_says(items) or _free(items))
+        )
+
+
+def _free(schema: dict[str, Any]) -> bool:
+    """An object schema that names no property (any object passes it)."""
+    return (
+        _types(schema) == ["object"]
+        and not schema.get("properties")
+        and not any(
+            k in schema for k in ("oneOf", "anyOf", "allOf", "required", "additionalProperties")
+        )
+    )
+
+
+def _says(schema: dict[str, Any]) -> bool:
+    """Whether an object schema holds a message property."""
+    props = schema.get("properties")
+    return isinstance(props, dict) and any(_norm(str(k)) in _MESSAGE for k in props)
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

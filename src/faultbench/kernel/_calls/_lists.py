@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from itertools import islice
@@ -101,7 +102,30 @@ def _pred(op: str, x: Any) -> Pred:
         return lambda v: v is not None and v <= x
     if op == "prefix":
         return lambda v: isinstance(v, str) and v.startswith(x)
+    if op == "like":
+        pattern = like_pattern(x)
+        return lambda v: isinstance(v, str) and pattern.fullmatch(v) is not None
     return lambda v: isinstance(v, str) and x in v  # contains
+
+
+def like_pattern(text: str) -> re.Pattern[str]:
+    """SQL `LIKE` as a regular expression: `%` is any text, `_` one character, `\\` escapes
+    the next one; in any case, as MySQL's LIKE and most APIs' `*_pattern` filters match."""
+    parts: list[str] = []
+    escaped = False
+    for ch in text:
+        if escaped:
+            parts.append(re.escape(ch))
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "%":
+            parts.append(".*")
+        elif ch == "_":
+            parts.append(".")
+        else:
+            parts.append(re.escape(ch))
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
 
 
 class _Walk:

@@ -24,7 +24,10 @@ OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
     "http", "idempotency", "scopes", "set", "then",
 )  # fmt: skip
-HTTP_KEYS = ("method", "path", "status", "items", "envelope", "errors", "nulls")
+HTTP_KEYS = (
+    "method", "path", "status", "items", "envelope", "errors", "nulls", "total", "key", "args",
+    "bounds", "ids",
+)  # fmt: skip
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _HTTP_PATH = re.compile(r"/[^\s?#]*")
 _ERROR_STATUS = re.compile(r"[45](\d\d|XX)")
@@ -161,7 +164,10 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the
         envelope its rows go under, and `envelope:`, the rest of that answer; `errors:`, the
         JSON Schema of the error bodies by status: `{404: {...}, 4XX: {...}, default: {...}}`;
-        `nulls:`, the properties answered as null when unset, the others being left out)."""
+        `nulls:`, the properties answered as null when unset, the others being left out;
+        `total:`, a list envelope's property counting every match; `key:`, the property that
+        is the record's id; `args:`, request names of other tool arguments; `bounds:`,
+        the document's own bounds of an argument; `ids: integer`, ids answered as numbers)."""
         if "http" not in decl:
             return None
         value = decl["http"]
@@ -193,6 +199,29 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             self.at_value(value, "envelope", "envelope must be a mapping (the list answer)")
         if "errors" in value:
             self.http_errors(value)
+        for name in ("total", "key"):
+            if name in value and not (isinstance(value[name], str) and value[name]):
+                self.at_value(value, name, f"{name} must be a property name")
+        if value.get("ids", "integer") != "integer":
+            self.at_value(
+                value, "ids", "ids must be integer (ids answered as numbers), or left out"
+            )
+        args = value.get("args", {})
+        if not isinstance(args, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in args.items()
+        ):
+            self.at_value(
+                value, "args",
+                "args must map request names to tool arguments, e.g. "
+                "{pool_name_pattern: name_like} (or 'name_like %{}%': the value put in a template)",
+            )  # fmt: skip
+        bounds = value.get("bounds", {})
+        if not isinstance(bounds, dict) or not all(isinstance(v, dict) for v in bounds.values()):
+            self.at_value(
+                value,
+                "bounds",
+                "bounds must map arguments to {minimum:}, e.g. {limit: {minimum: 0}}",
+            )
         nulls = value.get("nulls", [])
         if not isinstance(nulls, list) or not all(isinstance(n, str) and n for n in nulls):
             self.at_value(

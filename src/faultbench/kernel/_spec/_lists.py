@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._types import OperationSpec, RecordSpec
 
-OPERATORS = ("eq", "in", "gt", "gte", "lt", "lte", "prefix", "contains")
+OPERATORS = ("eq", "in", "gt", "gte", "lt", "lte", "prefix", "contains", "like")
 RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
 
 _ORDERED = frozenset({"int", "float", "datetime", "str"})
@@ -25,6 +25,7 @@ OPERATORS_FOR: dict[str, frozenset[str]] = {
     **dict.fromkeys(RANGE_OPERATORS, _ORDERED),
     "prefix": frozenset({"str"}),
     "contains": frozenset({"str"}),
+    "like": frozenset({"str"}),
 }
 
 #: the arguments `page:` adds, by style
@@ -69,6 +70,8 @@ OP_TEXT = {
     "lte": "only {plural} whose {name} is at most this",
     "prefix": "only {plural} whose {name} starts with this text",
     "contains": "only {plural} whose {name} contains this text",
+    "like": "only {plural} whose {name} matches this SQL LIKE pattern (% any text, _ one "
+    "character; any case)",
 }
 
 

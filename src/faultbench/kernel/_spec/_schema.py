@@ -246,7 +246,7 @@ def _list_args(op: OperationSpec, rspec: RecordSpec) -> list[Arg]:
                 item = msgspec.structs.replace(f, optional=False, has_default=False)
                 many = FieldSpec(arg_name(name, o), "list", item=item)
                 out.append(Arg(many.name, "list", False, description=text, field=many))
-            elif o in ("prefix", "contains"):
+            elif o in ("prefix", "contains", "like"):
                 out.append(Arg(arg_name(name, o), "str", False, description=text))
             else:
                 out.append(Arg(arg_name(name, o), f.kind, False, description=text))
