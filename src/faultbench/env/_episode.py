@@ -146,6 +146,7 @@ class Episode:
         max_steps: int = 50,
         checks: Checks | Mapping[str, Any] | None = None,
         principal: str | None = None,
+        otel: Any = None,
     ):
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"Expected max_steps >= 1. Instead, received: {max_steps!r}")
@@ -155,6 +156,9 @@ class Episode:
         self.max_steps = max_steps
         self.checks = world_checks(spec, checks)
         self.principal = principal
+        #: export each finished episode as OpenTelemetry spans (`faultbench.otel`): a
+        #: TracerProvider, or True for the global one
+        self.otel = otel
         self.world: World | None = None
         self.calls: WorldCalls | None = None
         self.seen: list[Seen] = []
@@ -235,6 +239,10 @@ class Episode:
         info["passed"] = graded.passed
         info["score"] = graded.score
         info["violations"] = graded.violations
+        if self.otel is not None and self.otel is not False:
+            from faultbench.otel import export_run
+
+            export_run(self._world(), None if self.otel is True else self.otel)
         return Step(observation, graded.reward, terminated, not terminated, self._stamp(info))
 
     # --- forks ------------------------------------------------------------------------------

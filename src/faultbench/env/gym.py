@@ -59,7 +59,9 @@ class WorldEnv(gymnasium.Env[str, Any]):
     `step(action)` takes `{"tool": name, "args": {...}}` (or a `ToolCall`, or that dict as
     JSON) for a tool call and `{"reply": text}` (or a `Reply`) to end the episode.
     `checks`: checks added to the world file's (a `Checks` or a dict of its keys);
-    `principal`: who the calls act as in a world with `auth:`.
+    `principal`: who the calls act as in a world with `auth:`. `otel`: export each finished
+    episode as OpenTelemetry spans (`faultbench.otel.export_run`) through this
+    TracerProvider, or the global one with True.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (Gymnasium's class attribute)
@@ -74,6 +76,7 @@ class WorldEnv(gymnasium.Env[str, Any]):
         max_steps: int = 50,
         checks: Checks | Mapping[str, Any] | None = None,
         principal: str | None = None,
+        otel: Any = None,
     ):
         spec = spec_of(world)
         self.episode = Episode(
@@ -83,6 +86,7 @@ class WorldEnv(gymnasium.Env[str, Any]):
             max_steps=max_steps,
             checks=checks,
             principal=principal,
+            otel=otel,
         )
         self.world_seed = spec.seed if seed is None else int(seed)
         self.observation_space = AnyText(MAX_OBSERVATION)
