@@ -127,3 +127,32 @@ def test_the_http_servers_rules_hold_for_the_websocket(url):
 
     with pytest.raises(Exception, match=r"1008|rejected|403|closed"):
         asyncio.run(evil())
+
+
+def test_faultbench_serve_openenv_serves_mcp_tool_client():
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "faultbench", "serve", str(SHOP), "--openenv", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"ws://127\.0\.0\.1:(\d+)/ws", line)
+        assert found, line
+        base = f"http://127.0.0.1:{found.group(1)}"
+
+        async def drive():
+            async with MCPToolClient(base_url=base) as env:
+                await env.reset(seed=42, episode_id="1")
+                return await env.call_tool("get_order", id="1"), await env.state()
+
+        order, state = asyncio.run(drive())
+        assert order["id"] == "1"
+        assert state.step_count == 1
+    finally:
+        proc.terminate()
+        proc.wait(10)

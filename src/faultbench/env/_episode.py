@@ -84,10 +84,7 @@ def grade_of(world: World, checks: Checks) -> Graded:
     if not checks:
         return Graded(1.0, True)
     g = world.trace.grade(checks)
-    score = g.score
-    if not g.ok:
-        return Graded(0.0, False, score, g)
-    return Graded(1.0 if score is None else float(score), True, score, g)
+    return Graded(g.reward, g.ok, g.score, g)
 
 
 class ActionError(ValueError):
