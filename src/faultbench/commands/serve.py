@@ -32,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "/faultbench/) instead of stdio",
     )
     parser.add_argument(
+        "--openenv",
+        action="store_true",
+        help="serve OpenEnv's environment protocol at ws://HOST:PORT/ws instead of MCP "
+        "(implies --http; each connection its own episode; docs/ENVIRONMENTS.md)",
+    )
+    parser.add_argument(
         "--rest",
         action="store_true",
         help="also answer each operation's http: method and path (a world imported from an "
@@ -144,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    args.http = args.http or args.rest
+    args.http = args.http or args.rest or args.openenv
     if not args.http:
         for flag, value in (
             ("--isolate", args.isolate),
@@ -388,16 +394,21 @@ async def _serve_http(
 ) -> None:
     import trio
 
-    from faultbench.serve import build_app, serve_http
+    from faultbench.serve import build_app, openenv_app, serve_http
 
-    app = build_app(
-        server,
-        host=args.host,
-        token=args.token,
-        journal=journal,
-        max_sessions=args.max_sessions,
-        rest=args.rest,
-    )
+    if args.openenv:
+        app = openenv_app(
+            server.world.spec, host=args.host, token=args.token, principal=server.principal
+        )
+    else:
+        app = build_app(
+            server,
+            host=args.host,
+            token=args.token,
+            journal=journal,
+            max_sessions=args.max_sessions,
+            rest=args.rest,
+        )
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
 
@@ -414,6 +425,11 @@ async def _serve_http(
 
         nursery.start_soon(_on_signal, stopping.set)
         url = await nursery.start(run_server)
+        if args.openenv:
+            ws = url.replace("http://", "ws://").removesuffix("/mcp") + "/ws"
+            print(f"faultbench: serving {server.world.name} as an OpenEnv environment at {ws}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            return
         print(
             f"faultbench: serving {server.world.name} ({len(server.world.tools)} tools) at "
             f"{url} (control API: {url.removesuffix('/mcp')}/faultbench/)",

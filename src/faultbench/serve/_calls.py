@@ -371,12 +371,7 @@ class WorldCalls:
             return CallFailure(exc.message, exc.kind)
         except Exception as exc:
             return failure_result(name, exc)
-        if result.traceback is not None:
-            # A bug in a handler (or in faultbench): the agent read "internal error"; the
-            # person running the server gets where it is, with or without -v.
-            log.error("%s\n%s", _call_line(result), result.traceback)
-        elif log.isEnabledFor(logging.INFO):
-            log.info("%s", _call_line(result))
+        _log_call(result)
         if result.fault in SURFACE_KINDS and tools_changed is not None:
             # the call changed the tool list: say so, as a server whose tools changed does
             try:
@@ -393,6 +388,43 @@ class WorldCalls:
                 log.exception("after-call hook %r failed", hook)
         await self.deliver_webhooks(world)
         return result
+
+    def answer_now(
+        self,
+        world: World,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        protocol_version: str | None = None,
+    ) -> tuple[dict[str, Any], CallResult | None]:
+        """`answer` without an event loop, for callers that step a world one call at a time
+        (`faultbench.env`): the same call (`World.call`, the principal's token), the same
+        wire answer, log line and after-call hooks, and the kernel's `CallResult` beside it
+        (None when the call did not run). Nobody is told of a changed tool list, and no
+        webhook is delivered: a `WorldCalls` with a `webhook_url` refuses (ValueError)."""
+        if self.webhook_url is not None:
+            raise ValueError(
+                "answer_now() delivers no webhooks; expected a WorldCalls without webhook_url"
+            )
+        try:
+            try:
+                token = self.request_token(None, world)
+                args = arguments or {}
+                result = (
+                    world.call(name, args) if token is None else world.call(name, args, token=token)
+                )
+            except ToolCallError as exc:
+                return error_result(exc.message, kind=exc.kind), None
+            out = render_result(result, protocol_version, self.modern_versions)
+        except Exception as exc:
+            return failure_result(name, exc), None
+        _log_call(result)
+        for hook in self.after_call:
+            try:
+                hook(world, result)
+            except Exception:
+                log.exception("after-call hook %r failed", hook)
+        return out, result
 
     async def deliver_webhooks(
         self, world: World, *, within: float | timedelta | None = None
@@ -425,6 +457,15 @@ class WorldCalls:
         """Block until the webhook deliveries asked for so far are sent and logged (at once
         without `webhook_url`); False if `timeout` (seconds) ran out first."""
         return self._deliverer is None or self._deliverer.wait(timeout)
+
+
+def _log_call(result: CallResult) -> None:
+    if result.traceback is not None:
+        # A bug in a handler (or in faultbench): the agent read "internal error"; the
+        # person running the server gets where it is, with or without -v.
+        log.error("%s\n%s", _call_line(result), result.traceback)
+    elif log.isEnabledFor(logging.INFO):
+        log.info("%s", _call_line(result))
 
 
 def _call_line(result: CallResult) -> str:

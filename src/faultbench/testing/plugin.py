@@ -105,6 +105,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "@pytest.mark.runs",
     )
     group.addoption(
+        "--faultbench-otel",
+        action="store_true",
+        default=False,
+        help="export every run's world as OpenTelemetry spans (GenAI conventions, virtual "
+        "time) through the global TracerProvider (the `otel` extra; docs/ENVIRONMENTS.md)",
+    )
+    group.addoption(
         "--faultbench-no-early-stop",
         action="store_true",
         default=False,
@@ -378,6 +385,10 @@ def world(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iterator[W
     request.node.stash[WORLD_KEY] = w
     with using_world(w):
         yield w
+    if request.config.getoption("faultbench_otel", False):
+        from faultbench.otel import export_run
+
+        export_run(w)
 
 
 def _start_world(

@@ -95,6 +95,15 @@ class Grade(msgspec.Struct, frozen=True):
             return None
         return sum(w for name, w in self.weights.items() if self.milestones.get(name)) / total
 
+    @property
+    def reward(self) -> float:
+        """The run as a reward (docs/ENVIRONMENTS.md): the milestone score, 0 when an
+        expectation or a policy broke; without milestones 1, or 0 when something broke."""
+        if self.violations:
+            return 0.0
+        score = self.score
+        return 1.0 if score is None else float(score)
+
     def message(self) -> str:
         n = len(self.violations)
         lines = [f"Expected the run to keep its checks. Instead, {n} violation{'s' * (n != 1)}:"]

@@ -1,0 +1,81 @@
+"""A run as OpenTelemetry spans, following the GenAI semantic conventions (the `otel` extra).
+
+`export_run(world, tracer_provider)` writes one root span for the run (`faultbench.run`, with
+the world, seed and run index) and under it one `execute_tool {name}` span per call, as the
+GenAI conventions name a tool execution: `gen_ai.operation.name = execute_tool`,
+`gen_ai.tool.name`, `gen_ai.tool.call.id`, the arguments as `gen_ai.tool.call.arguments`
+only with `arguments=True` (they may hold personal data), `error.type` and an error status
+for a failed call, and the injected fault as a `faultbench.fault` event. Spans are
+timestamped in the world's virtual time, so a viewer (Jaeger, Phoenix, Logfire, Langfuse)
+shows the latencies and timeouts the agent lived through.
+
+Imported only by who asks for it: `import faultbench` imports no opentelemetry.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from faultbench.kernel import World
+
+__all__ = ["export_run"]
+
+_NS = 1_000_000_000
+
+
+def _ns(at: datetime | None) -> int | None:
+    return None if at is None else int(at.timestamp() * _NS)
+
+
+def export_run(world: World, tracer_provider: Any = None, *, arguments: bool = False) -> None:
+    """Write `world`'s run so far as spans through `tracer_provider` (default: the global
+    one)."""
+    from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
+
+    tracer = trace.get_tracer("faultbench", tracer_provider=tracer_provider)
+    calls = world.trace.calls
+    start = _ns(world.events[0].at)
+    end = max([_ns(c.finished_at) or 0 for c in calls] + [_ns(world.clock.now()) or 0])
+    root = tracer.start_span(
+        "faultbench.run",
+        start_time=start,
+        attributes={
+            "faultbench.world": world.name,
+            "faultbench.seed": world.seed,
+            "faultbench.run": world.run,
+            "faultbench.state_hash": world.state_hash(),
+        },
+    )
+    context = trace.set_span_in_context(root)
+    for c in calls:
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": c.tool,
+            "gen_ai.tool.call.id": c.call_id,
+            "gen_ai.tool.type": "function",
+        }
+        if arguments:
+            attrs["gen_ai.tool.call.arguments"] = json.dumps(c.args, default=str)
+        if not c.ok:
+            attrs["error.type"] = c.error_kind or "error"
+        span = tracer.start_span(
+            f"execute_tool {c.tool}",
+            context=context,
+            kind=trace.SpanKind.INTERNAL,
+            start_time=_ns(c.started_at),
+            attributes=attrs,
+        )
+        if c.fault is not None:
+            span.add_event(
+                "faultbench.fault",
+                {"faultbench.fault.kind": c.fault},
+                timestamp=_ns(c.started_at),
+            )
+        if not c.ok:
+            span.set_status(Status(StatusCode.ERROR, c.error or ""))
+        span.end(end_time=_ns(c.finished_at))
+    root.end(end_time=end)
