@@ -417,7 +417,7 @@ class WorldCalls:
                 return error_result(exc.message, kind=exc.kind), None
             out = render_result(result, protocol_version, self.modern_versions)
         except Exception as exc:
-            return failure_result(name, exc), None
+            return failure_result(name, exc).wire(), None
         _log_call(result)
         for hook in self.after_call:
             try:

@@ -228,33 +228,30 @@ def openenv_app(
 
 
 def _guarded(app: ASGIApp, host: str, token: str | None) -> ASGIApp:
-    """The MCP HTTP server's guard (`_http._Guard`: the bearer token, and Host/Origin checks
-    on every path here), and the same checks on a WebSocket handshake, which that guard
-    passes through: the one place this module uses it."""
+    """The guard every HTTP server of faultbench has (`_guard.HttpGuard`: Host and Origin,
+    header and body limits, the bearer token), and the same Host, Origin and token checks on
+    a WebSocket handshake, which that guard passes through: the one place this module uses
+    it."""
     import hmac
 
     from starlette.datastructures import Headers
-    from starlette.requests import Request
 
-    from ._http import _Guard, security_settings
-    from ._sdk import TransportSecurityMiddleware
+    from ._guard import HostPolicy, HttpGuard
 
-    security = security_settings(host)
-    checks = TransportSecurityMiddleware(security)
+    policy = HostPolicy.for_bind(host)
     expected = f"Bearer {token}".encode() if token else None
-    http = _Guard(app, token=token, security=security)
+    http = HttpGuard(app, policy=policy, token=token)
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "websocket":
             await http(scope, receive, send)
             return
-        got = Headers(scope=scope).get("authorization", "").encode()
+        headers = Headers(scope=scope)
+        got = headers.get("authorization", "").encode()
         refused = expected is not None and not hmac.compare_digest(got, expected)
         if not refused:
-            # the handshake is a GET: checked as one
-            refused = (
-                await checks.validate_request(Request({**scope, "type": "http", "method": "GET"}))
-                is not None
+            refused = not policy.host_ok(headers.get("host")) or not policy.origin_ok(
+                headers.get("origin")
             )
         if refused:
             await send({"type": "websocket.close", "code": 1008})
