@@ -80,15 +80,17 @@ def test_a_cross_site_delete_over_rest_deletes_nothing():
 
 
 def test_a_redirect_never_leaves_the_origin_the_client_asked():
-    # A wildcard bind checks no Host (the token guards it), so the Host is the attacker's:
-    # the trailing-slash redirect is relative all the same.
+    # A wildcard bind checks no Host (the token guards it), so the Host is the attacker's: a
+    # path the world does not serve (a trailing slash) is the document's JSON 404, with no
+    # redirect built from that Host.
     world = crm()
     with serve_in_thread(world, rest=True, host="0.0.0.0", token="s3cret") as url:
         base = url.removesuffix("/mcp").replace("0.0.0.0", "127.0.0.1")
         headers = {"authorization": "Bearer s3cret", **EVIL_HOST}
         moved = httpx.get(base + "/v1/customers/?email=x", headers=headers)
-    assert moved.status_code == 307
-    assert moved.headers["location"] == "/v1/customers?email=x"
+    assert moved.status_code == 404
+    assert "location" not in moved.headers
+    assert moved.headers["content-type"].startswith("application/json")
 
 
 @pytest.mark.anyio

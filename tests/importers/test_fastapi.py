@@ -118,7 +118,7 @@ def test_rest_answers_the_documents_shapes_statuses_and_bounds(widgets_url):
         valid(missing.json(), "HTTPExceptionResponse")
         # an undeclared method: 405 with Allow; an unknown path: a JSON 404 in the API's schema
         put = http.put("/api/v2/widgets")
-        assert (put.status_code, put.headers["allow"]) == (405, "GET, POST")
+        assert (put.status_code, put.headers["allow"]) == (405, "GET, HEAD, POST")
         unknown = http.get("/api/v2/nothing/here")
         assert unknown.status_code == 404
         assert unknown.headers["content-type"] == "application/json"

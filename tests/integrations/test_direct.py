@@ -262,6 +262,7 @@ async def test_hooks_and_webhooks_run_on_every_path(framework, receiver):  # noq
         run = await fw.run_agent(fw.scripted_model(refund), "go", mcp=where, transport=transport)
         assert run.ok, (how, transport, run.error)
         assert hooked == [c.call_id for c in run.trace], (how, transport)
+        assert where.wait_webhooks(10)  # sent off the calls' path: wait for the attempts
         attempts = [
             (e.delivery, e.outcome) for e in world.events if type(e).__name__ == "WebhookAttempted"
         ]

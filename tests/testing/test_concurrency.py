@@ -75,7 +75,9 @@ def _summary(out: str) -> list[str]:
     """The faultbench summary and the outcome letters, without pytest's timing."""
     lines = out.splitlines()
     start = next(i for i, x in enumerate(lines) if "faultbench: pass rate over runs" in x)
-    return [x for x in lines[start:] if " in " not in x or "passed" not in x]
+    # a reproduce line carries the concurrency option the run had
+    kept = [x for x in lines[start:] if " in " not in x or "passed" not in x]
+    return [re.sub(r" --faultbench-concurrency \d+", "", x) for x in kept]
 
 
 def test_concurrent_runs_give_the_logs_and_verdict_of_runs_one_by_one(suite, monkeypatch):

@@ -394,7 +394,8 @@ async def _serve_http(
 ) -> None:
     import trio
 
-    from faultbench.serve import build_app, openenv_app, serve_http
+    from faultbench.env import openenv_app
+    from faultbench.serve import build_app, serve_http
 
     if args.openenv:
         app = openenv_app(

@@ -160,6 +160,7 @@ class InProcess:
             server = build_server(calls.world, webhook_url=calls.webhook_url)
             server.principal, server.token = calls.principal, calls.token  # issued once
             server.after_call = calls.after_call
+            server.share_webhooks(calls)
             _SERVERS[calls] = server
         return server
 

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from ._http import serve_http as serve_http
     from ._journal import JournalError as JournalError
     from ._journal import Journals as Journals
-    from ._openenv import openenv_app as openenv_app
     from ._sdk import IN_PROCESS_PROTOCOL as IN_PROCESS_PROTOCOL
     from ._sdk import MCP_VERSION as MCP_VERSION
     from ._sdk import call_result as call_result
@@ -61,7 +60,6 @@ _LAZY = {
     "WorldCalls": "._calls",
     "WorldServer": "._server",
     "build_app": "._http",
-    "openenv_app": "._openenv",
     "build_server": "._server",
     "call_result": "._sdk",
     "connect_client": "._sdk:connect",
@@ -95,7 +93,6 @@ __all__ = [
     "is_loopback",
     "listen_socket",
     "mcp_tool",
-    "openenv_app",
     "serve_http",
     "serve_in_thread",
     "serve_stdio",

@@ -453,6 +453,18 @@ class WorldCalls:
             deliverer = self._deliverer = Deliverer(url)
         deliverer.kick(world)
 
+    def share_webhooks(self, other: WorldCalls) -> None:
+        """Send this one's webhook deliveries through `other`'s sender, so that waiting on
+        either (`wait_webhooks`) waits for both: a `WorldServer` made for a `WorldCalls`."""
+        url = other.webhook_url
+        if url is None:
+            return
+        if other._deliverer is None:
+            from faultbench.webhooks import Deliverer
+
+            other._deliverer = Deliverer(url)
+        self._deliverer = other._deliverer
+
     def wait_webhooks(self, timeout: float | None = None) -> bool:
         """Block until the webhook deliveries asked for so far are sent and logged (at once
         without `webhook_url`); False if `timeout` (seconds) ran out first."""

@@ -499,10 +499,13 @@ def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
 
     url = _webhook_url(request, world)
     name = _marked_principal(request)
+    problem: str | None = None
     try:
         server = build_server(world, principal=name, webhook_url=url)
     except ValueError as exc:  # an unknown principal, or a world without auth:
-        pytest.fail(f"{request.node.nodeid}: @pytest.mark.principal: {exc}", pytrace=False)
+        problem = str(exc)
+    if problem is not None:  # outside the except: the report shows this error alone
+        pytest.fail(f"{request.node.nodeid}: @pytest.mark.principal: {problem}", pytrace=False)
     if url is not None:  # the receiver's reads wait for what the server sends off its path
         request.getfixturevalue("webhook_receiver").sent_by(server.wait_webhooks)
     return server

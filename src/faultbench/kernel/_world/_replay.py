@@ -46,6 +46,10 @@ from .._text._utc import to_utc
 from ._webhooks import TARGET as WEBHOOKS
 from ._world import World
 
+# ---------------------------------------------------------------------------------------------
+# Reading a log: events decoded from JSON lines, times and values coerced
+# ---------------------------------------------------------------------------------------------
+
 
 def _to_datetime(value: Any) -> Any:
     if isinstance(value, str):
@@ -157,6 +161,11 @@ def _read_events(events: Any) -> list[Event]:
     if isinstance(events, bytes | bytearray | memoryview):
         return decode_events(bytes(events))
     return list(events)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay: the world file a log names, its digest checked, the log folded event by event
+# ---------------------------------------------------------------------------------------------
 
 
 def replay(
@@ -317,6 +326,11 @@ def _fold(
     return state
 
 
+# ---------------------------------------------------------------------------------------------
+# Times: every event on the clock, in the calendar
+# ---------------------------------------------------------------------------------------------
+
+
 def _on_clock(state: State, ev: Event) -> bool:
     """Check `ev`'s time: at the clock (event 0, which sets it: in the calendar). False for
     event 0, which needs no other check."""
@@ -341,6 +355,11 @@ def _in_calendar(ev: Event, at: datetime) -> None:
         to_utc(at)
     except ValueError as exc:
         raise ReplayError(f"{type(ev).__name__} {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# What a log must show: the checks of each event type against the world it declares
+# ---------------------------------------------------------------------------------------------
 
 
 class _Checker:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from faultbench.env import openenv_app
 from faultbench.kernel.lowlevel import load_spec
-from faultbench.serve import openenv_app, serve_http
+from faultbench.serve import serve_http
 
 pytest.importorskip("openenv.core")
 from openenv.core import GenericEnvClient

@@ -29,8 +29,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from faultbench.kernel import World
-
-from ._calls import WorldCalls
+from faultbench.serve import WorldCalls
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -183,7 +182,7 @@ def openenv_app(
     """The ASGI app of `serve --openenv`: `/ws` (OpenEnv's session protocol) and `/health`,
     behind the Host/Origin and bearer-token rules of `--http` (a non-loopback `host` needs a
     `token`)."""
-    from ._http import check_exposure
+    from faultbench.serve._http import check_exposure
 
     check_exposure(host, token)
 
@@ -236,7 +235,7 @@ def _guarded(app: ASGIApp, host: str, token: str | None) -> ASGIApp:
 
     from starlette.datastructures import Headers
 
-    from ._guard import HostPolicy, HttpGuard
+    from faultbench.serve._guard import HostPolicy, HttpGuard
 
     policy = HostPolicy.for_bind(host)
     expected = f"Bearer {token}".encode() if token else None
