@@ -23,6 +23,7 @@ collect_ignore = (
         "test_fast_calls.py",
         "test_stdio_direct.py",
         "test_http_direct.py",
+        "test_seam.py",
     ]
     if MCP_MAJOR < 2
     else []
