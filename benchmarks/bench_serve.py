@@ -13,6 +13,10 @@ What is measured: one official `mcp.Client` making sequential `tools/call` reque
 - stdio: a `faultbench serve WORLD` subprocess;
 - HTTP: a `faultbench serve WORLD --http --port 0` subprocess (streamable HTTP, Hypercorn's
   trio worker), client in `mode="auto"`.
+- HTTP against the SDK's own floor (row `http vs uvicorn`): the same faultbench server, and as
+  the baseline the bare server's app the way the SDK serves it, on uvicorn under asyncio
+  (`uvicorn.Server` on a socket with TCP_NODELAY, access log off): the floor a team's own mcp
+  server would give them, whatever stack faultbench uses.
 
 The baseline is a bare low-level `mcp.server.Server` that answers every call with the same
 constant text and structured content a faultbench `get_order` returns, served the same way
@@ -90,10 +94,26 @@ def bare_server():
 
 
 def run_bare(transport: str) -> None:
-    """Subprocess entry: serve the bare server like `faultbench serve` would."""
+    """Subprocess entry: serve the bare server like `faultbench serve` would (or, for
+    `uvicorn`, as the SDK's streamable HTTP app is usually served)."""
     import trio
 
     server = bare_server()
+    if transport == "uvicorn":
+        import socket
+
+        import uvicorn
+
+        app = server.streamable_http_app(json_response=True, host="127.0.0.1")
+        sock = socket.socket()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        print(f"bare server at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+        uvicorn.Server(config).run(sockets=[sock])
+        return
     if transport == "stdio":
         from faultbench.serve._stdio import serve_stdio
 
@@ -224,7 +244,8 @@ async def measure(transport: str, who: str, n: int) -> tuple[float, float]:
         # passes only a few variables by default): PYTHONPATH runs another checkout's code.
         params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         return await calls_per_second(params, n, pid=stdio_child)
-    cmd = [*BARE, "http"] if who == "bare" else [*FAULTBENCH, "--http", "--port", "0"]
+    bare = "uvicorn" if transport == "http vs uvicorn" else "http"
+    cmd = [*BARE, bare] if who == "bare" else [*FAULTBENCH, "--http", "--port", "0"]
     proc, url = spawn_http(cmd)
     try:
         return await calls_per_second(url, n, pid=lambda: proc.pid)
@@ -243,7 +264,7 @@ def main() -> None:
     parser.add_argument(
         "--faults", action="store_true", help="serve the world with its faults (stdio, http)"
     )
-    parser.add_argument("--bare", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    parser.add_argument("--bare", choices=["stdio", "http", "uvicorn"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare:
         run_bare(args.bare)
@@ -262,6 +283,7 @@ def main() -> None:
         ("in-process (serve only)", int(4000 * scale)),
         ("stdio", int(2000 * scale)),
         ("http", int(1000 * scale)),
+        ("http vs uvicorn", int(1000 * scale)),
     ]
     import mcp  # noqa: F401  (import cost outside the timings)
 
@@ -298,7 +320,9 @@ def main() -> None:
         else:
             floor = 1000 if transport == "stdio" else 500
             target = f">= {floor}/s: {'ok' if best['faultbench'] >= floor else 'MISSED'}"
-            if transport == "http":
+            if transport == "http vs uvicorn":
+                target = f"cpu <= 1.00x the SDK on uvicorn: {'ok' if cpu_ratio <= 1 else 'MISSED'}"
+            elif transport == "http":
                 target += f", cpu <= 1.30x: {'ok' if cpu_ratio <= 1.3 else 'MISSED'}"
         print(
             f"{transport:<26}{n:>7}{best['bare']:>10.0f}{best['faultbench']:>14.0f}{ratio:>9.2f}"
