@@ -37,26 +37,32 @@ from .._errors import (
     format_traceback,
     unknown_tool_text,
 )
-from .._faults._injections import injection_text, plant
-from .._faults._kinds import kind
-from .._faults._lies import REWRITES
-from .._faults._plan import FaultDecision, FaultPlan, created_field
-from .._faults._rules import BY_ID
-from .._faults._window import Window
-from .._store._book import Draft
-from .._store._events import (
+from .._faults import (
+    BY_ID,
+    REWRITES,
+    FaultDecision,
+    FaultPlan,
+    Window,
+    created_field,
+    injection_text,
+    kind,
+    plant,
+)
+from .._store import (
     CallFailed,
     CallStarted,
     CallSucceeded,
+    Draft,
     Event,
     FaultInjected,
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
     WorldCreated,
+    fire_due,
+    move_clock,
 )
-from .._store._later import fire_due, move_clock
-from .._text._show import loggable, show_value
+from .._text import loggable, show_value
 from ._auth import authorize, checked, refusal, run_refresh, token_fault
 from ._feed import perturb
 from ._ops import CompiledOp, Transaction
@@ -65,10 +71,9 @@ from ._surface import Admitted, decide_change, surface_op
 from ._versions import conflict
 
 if TYPE_CHECKING:
-    from .._faults._types import FaultRule
-    from .._spec._types import WorldSpec
-    from .._store._book import Book
-    from .._store._state import Settings, State
+    from .._faults import FaultRule
+    from .._spec import WorldSpec
+    from .._store import Book, Settings, State
 
 _encode = msgspec.json.Encoder().encode
 _canon = msgspec.json.Encoder(order="deterministic").encode
@@ -190,11 +195,11 @@ def parse_rules(
 ) -> dict[str, FaultRule]:
     """Fault rules from a `faults:` block (YAML text or plain objects), or parsed FaultRules
     as they are; raises WorldFileError."""
-    from .._faults._types import FaultRule
+    from .._faults import FaultRule
 
     if isinstance(rules, Mapping) and all(isinstance(v, FaultRule) for v in rules.values()):
         return dict(rules)
-    from .._read._reader import parse_faults
+    from .._read import parse_faults
 
     return parse_faults(rules, spec, source=source)
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._errors import InjectedFault
-from .._store._events import RecordUpdated
+from .._store import RecordUpdated
 
 if TYPE_CHECKING:
-    from .._faults._plan import FaultDecision
-    from .._store._book import Draft
+    from .._faults import FaultDecision
+    from .._store import Draft
 
 
 def conflict(cx: Any, d: Draft, flight: Any, decision: FaultDecision) -> None:

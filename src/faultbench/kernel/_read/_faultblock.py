@@ -16,16 +16,23 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._errors import Location
-from .._faults._injections import TEMPLATES
-from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, FEED_KINDS, kinds_with_option
-from .._faults._kinds import kind as fault_kind
-from .._faults._lies import CHANGES
-from .._faults._model import MODEL_KEY
-from .._faults._rules import merged_rule
-from .._faults._surface import SURFACE_KINDS
-from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
+from .._faults import (
+    CHANGES,
+    ERROR_KINDS,
+    ERROR_OPTIONS,
+    FEED_KINDS,
+    MODEL_KEY,
+    SURFACE_KINDS,
+    TEMPLATES,
+    ErrorRule,
+    FaultRule,
+    Latency,
+    RateLimit,
+    kinds_with_option,
+    merged_rule,
+)
+from .._faults import kind as fault_kind
+from .._text import did_you_mean, one_of, short_repr
 from ._modelblock import parse_model_rule
 from ._yaml import Document
 

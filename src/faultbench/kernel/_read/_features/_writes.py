@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..._spec._types import IdempotencySpec
-from ..._text._show import short_repr
+from ..._spec import IdempotencySpec
+from ..._text import short_repr
 from .._base import _LoaderBase
 from .._faultblock import DURATION_HELP, parse_duration
 
