@@ -21,7 +21,7 @@ from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
 
 from .test_faults_docs import yaml_blocks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORLD_FILES = sorted(
     [
         *ROOT.glob("tests/worlds/*.yaml"),
@@ -168,7 +168,7 @@ _OPTIONS = {
 
 
 #: options that name the world's tools and arguments, valid only against them (the surface
-#: kinds'; tests/kernel/test_surface.py checks them): not drawn as free text
+#: kinds'; tests/kernel/calls/test_surface.py checks them): not drawn as free text
 _NAMING = {"tool", "arg", "to"}
 
 

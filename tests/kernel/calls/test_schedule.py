@@ -25,7 +25,7 @@ import faultbench
 from faultbench.kernel import World, encode_events
 from faultbench.kernel.lowlevel import load_spec
 
-SPEC = load_spec(Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml")
+SPEC = load_spec(Path(__file__).resolve().parents[2] / "worlds" / "faults.yaml")
 SRC = Path(faultbench.__file__).resolve().parent
 LIMIT_S = 10  # real seconds; every run here takes milliseconds
 
