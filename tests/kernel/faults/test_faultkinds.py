@@ -233,7 +233,7 @@ def test_every_kind_executes_as_its_record_says(k):
 
 
 def test_the_pipeline_executes_every_effect_the_registry_names():
-    from faultbench.kernel._calls import _pipeline
+    from faultbench.kernel._calls import _effects
     from faultbench.kernel._faults._kinds import EFFECTS
 
-    assert set(_pipeline._EFFECTS) == set(EFFECTS)
+    assert set(_effects.EFFECTS) == set(EFFECTS)

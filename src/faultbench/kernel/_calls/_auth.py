@@ -166,7 +166,7 @@ def run_refresh(tx: Any, args: dict[str, Any]) -> Any:
 
 
 def token_fault(cx: Any, d: Draft, flight: Any, decision: FaultDecision) -> None:
-    """The executor of effect "token" (`_pipeline._EFFECTS`): the call's token expires now
+    """The executor of effect "token" (`_effects.EFFECTS`): the call's token expires now
     (`token_expired`) or is revoked (`revoked`); the call does not run."""
     token = flight.token
     state = d.state

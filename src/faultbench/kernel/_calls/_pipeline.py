@@ -21,7 +21,7 @@ state. When the call or batch is answered, its draft goes to the world's `Book` 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,6 @@ import msgspec
 
 from .._errors import (
     ClockOverflow,
-    InjectedFault,
     InternalError,
     InvalidArguments,
     ToolCallError,
@@ -39,36 +38,26 @@ from .._errors import (
 )
 from .._faults import (
     BY_ID,
-    REWRITES,
     FaultDecision,
     FaultPlan,
     Window,
     created_field,
-    injection_text,
     kind,
-    plant,
 )
 from .._store import (
     CallFailed,
     CallStarted,
     CallSucceeded,
     Draft,
-    Event,
-    FaultInjected,
-    RecordCreated,
-    RecordDeleted,
-    RecordUpdated,
-    WorldCreated,
     fire_due,
-    move_clock,
 )
 from .._text import loggable, show_value
-from ._auth import authorize, checked, refusal, run_refresh, token_fault
-from ._feed import perturb
+from ._auth import authorize, checked, refusal, run_refresh
+from ._effects import EFFECTS
+from ._flight import Flight, advance_to, attempt, log_fault, stale_reach
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
-from ._surface import Admitted, decide_change, surface_op
-from ._versions import conflict
+from ._surface import Admitted, surface_op
 
 if TYPE_CHECKING:
     from .._faults import FaultRule
@@ -131,7 +120,7 @@ class Pipeline:
         """Plan under `settings` from `rules` already parsed (spares parsing them again)."""
         self._plan = FaultPlan(rules, seed=self.seed, run=settings.run, enabled=settings.faults_on)
         self._plan_for = settings
-        reach = _stale_reach(rules)
+        reach = stale_reach(rules)
         if reach > self.book.reach_s:  # what a window must keep (`Book.reach_s`)
             self.book.reach_s = reach
         rate = max((r.rate_limit.per_seconds for r in rules.values() if r.rate_limit), default=0.0)
@@ -209,43 +198,6 @@ def parse_rules(
 # ---------------------------------------------------------------------------------------------
 
 
-class Flight:
-    """A valid call between `admit` and `finish`."""
-
-    __slots__ = (
-        "args",
-        "call_id",
-        "decision",
-        "end_at",
-        "error",
-        "exec_at",
-        "jargs",
-        "k",
-        "op",
-        "principal",
-        "started",
-        "text",
-        "token",
-        "value",
-    )
-
-    def __init__(self, call_id: str, op: CompiledOp, args: dict[str, Any], jargs: dict[str, Any]):
-        self.call_id = call_id
-        self.op = op
-        self.args = args
-        self.jargs = jargs
-        self.k = 0
-        self.decision: FaultDecision | None = None
-        self.started: datetime = None  # type: ignore[assignment]  # set by admit before any read
-        self.exec_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
-        self.end_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
-        self.value: Any = None
-        self.text: str | None = None
-        self.error: ToolCallError | None = None
-        self.principal: str | None = None
-        self.token: str | None = None
-
-
 def args_json(args: Any) -> dict[str, Any]:
     """Arguments as JSON types, as they go into the log (and come back from it): always a new
     dict, so a caller changing its own dict after the call cannot rewrite the log."""
@@ -313,7 +265,7 @@ def admit(
     # a malformed answer is logged when its broken text exists (see _malformed), a feed fault
     # when it knows the events it touched (see _feed), an injection or a lie with what it placed
     if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATE:
-        _log_fault(d, flight, decision.detail())
+        log_fault(d, flight, decision.detail())
     return flight
 
 
@@ -370,22 +322,6 @@ def _as_datetime(value: Any) -> datetime | None:
         except ValueError:
             return None
     return None
-
-
-def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
-    state = d.state
-    assert flight.decision is not None
-    assert flight.decision.kind is not None
-    d.emit(
-        FaultInjected(
-            seq=state.seq,
-            at=state.clock,
-            call_id=flight.call_id,
-            tool=flight.op.name,
-            kind=flight.decision.kind,
-            detail=detail,
-        )
-    )
 
 
 def _reject(
@@ -454,22 +390,6 @@ def _failed(
 # ---------------------------------------------------------------------------------------------
 
 
-def advance_to(d: Draft, to: datetime, call_id: str) -> None:
-    """Move the call's clock to `to`; effects due on the way fire (`_store/_later.py`)."""
-    if to > d.state.clock:
-        move_clock(d, to, call_id)
-
-
-def _attempt(
-    cx: Pipeline, d: Draft, flight: Flight, state: State | None = None
-) -> tuple[Any, Transaction]:
-    """Run the operation once in a fresh transaction; raises ToolCallError."""
-    d.call_id = flight.call_id
-    tx = cx.transaction(d, state)
-    tx.principal, tx.token = flight.principal, flight.token
-    return flight.op.run(tx, dict(flight.args)), tx
-
-
 def execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     """Run the operation as the decision says. The clock is at `flight.exec_at`.
 
@@ -502,178 +422,12 @@ def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     decision = flight.decision
     try:
         if decision is None or decision.kind is None:
-            flight.value, tx = _attempt(cx, d, flight)
+            flight.value, tx = attempt(cx, d, flight)
             tx.commit()
         else:
-            _EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
+            EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
     except ToolCallError as exc:
         flight.error = exc
-
-
-# One executor per effect of `_faultkinds.EFFECTS` (a test checks they match): how a fault of
-# that effect changes what the call does and what the agent reads.
-
-
-def _fail(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    flight.error = InjectedFault(decision.message, kind=decision.kind)
-    if decision.commit:
-        # The server did the work; only the answer is lost. If the operation itself fails
-        # there is nothing to keep, and the caller still only sees the fault.
-        try:
-            _, tx = _attempt(cx, d, flight)
-        except ToolCallError:
-            pass
-        else:
-            tx.commit()
-
-
-def _empty(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    if decision.commit:
-        # The write happened and the body got lost: 200 with nothing in it. An error answer
-        # is passed on intact, as for malformed_json.
-        _, tx = _attempt(cx, d, flight)
-        tx.commit()
-    flight.value = flight.op.empty()
-
-
-def _stale(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    past = state_as_of(cx, d, flight.exec_at - timedelta(seconds=decision.lag_s or 0.0))
-    flight.value, _ = _attempt(cx, d, flight, past)
-
-
-def _malformed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here rather than at admission: the event carries the broken text.
-    detail = decision.detail()
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-    except ToolCallError:
-        _log_fault(d, flight, detail)  # an error answer is passed on intact
-        raise
-    if decision.commit:
-        tx.commit()
-    flight.text = detail["text"] = break_json(_encode(flight.value).decode())
-    _log_fault(d, flight, detail)
-
-
-def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    flight.value, tx = _attempt(cx, d, flight)
-    tx.commit()
-    # At-least-once delivery: the same request arrives again. A repeat that fails (a second
-    # delete, a handler refusing) changes nothing; the caller saw the first.
-    for _ in range(decision.times):
-        try:
-            _, tx = _attempt(cx, d, flight)
-        except ToolCallError:
-            continue
-        tx.commit()
-
-
-def _feed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here rather than at admission: the event names the feed events it touched.
-    detail = decision.detail()
-    try:
-        value, _ = _attempt(cx, d, flight)  # a read: nothing to commit
-    except ToolCallError:
-        _log_fault(d, flight, detail)  # a bad cursor is answered as it is
-        raise
-    assert decision.kind is not None
-    flight.value, detail["events"] = perturb(
-        value, decision.kind, flight.k, decision.delay_s or 0.0, d.state.clock
-    )
-    _log_fault(d, flight, detail)
-
-
-def _run_committed(
-    cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision
-) -> dict[str, Any]:
-    """The operation as usual, its writes committed, for a kind that changes only the answer
-    on its way out; returns the fault's detail for the caller to add to and log. An error
-    answer is passed on intact (the fault logged as decided)."""
-    detail = decision.detail()
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-    except ToolCallError:
-        _log_fault(d, flight, detail)
-        raise
-    tx.commit()
-    return detail
-
-
-def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here, with what was placed: `injected` is the text, `into` the records that
-    # carry it (or `text`, the whole answer, when it went after the answer's text).
-    detail = _run_committed(cx, d, flight, decision)
-    payload = injection_text(decision)
-    detail["injected"] = payload
-    value, into = plant(flight.value, decision.field, payload)
-    if into:
-        flight.value = value
-        detail["into"] = into
-    else:  # no such string field in the answer: the text follows the answer's
-        flight.text = detail["text"] = _encode(flight.value).decode() + "\n\n" + payload
-    _log_fault(d, flight, detail)
-
-
-def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # A lying tool: the operation runs as usual, its answer is rewritten on the way out and
-    # the log says what changed (`_lies.py`).
-    detail = _run_committed(cx, d, flight, decision)
-    record = cx.spec.records.get(flight.op.record)
-    choices = {f.name: f.choices for f in record.fields if f.choices} if record else {}
-    assert decision.kind is not None
-    flight.value, said = REWRITES[decision.kind](flight.value, decision, choices)
-    detail.update(said)
-    _log_fault(d, flight, detail)
-
-
-def _surface(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # The call runs as usual; then the tool list changes, whatever the call answered. The
-    # change is worked out against the tools of this moment and logged with the fault, which
-    # the reducer folds into `State.surface`.
-    detail = decision.detail()
-    detail["surface"] = decide_change(decision, flight.op.name, cx.ops, d.state.surface)
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-        tx.commit()
-    finally:
-        _log_fault(d, flight, detail)
-
-
-def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # A read: the list runner serves the page the fault describes (`_lists.py`).
-    d.call_id = flight.call_id
-    tx = cx.transaction(d)
-    lister = flight.op.lister
-    assert lister is not None  # page kinds happen to lists with `page:` only (FaultKind.paged)
-    flight.value = lister.run(tx, dict(flight.args), fault=decision.kind)
-
-
-Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
-_EFFECTS: dict[str, Executor] = {
-    "fail": _fail,
-    "empty": _empty,
-    "stale": _stale,
-    "malformed": _malformed,
-    "duplicate": _duplicate,
-    "conflict": conflict,
-    "token": token_fault,
-    "feed": _feed,
-    "inject": _inject,
-    "rewrite": _rewrite,
-    "page": _page,
-    "surface": _surface,
-}
-#: effects whose FaultInjected is logged by their executor, once it knows what it did
-
-
-def break_json(text: str) -> str:
-    """`text` cut short, as a proxy that drops the end of a response does; never valid JSON."""
-    cut = text[: max(1, len(text) // 2)]
-    try:
-        msgspec.json.decode(cut)
-    except msgspec.DecodeError:
-        return cut
-    return cut + ","  # a number cut in half is still a number
 
 
 # ---------------------------------------------------------------------------------------------
@@ -727,92 +481,6 @@ def _answer(
         started_at=started,
         finished_at=state.clock,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# History from the log: what rate limits and stale reads need, derived from events only, so a
-# replay, a fork or a restored snapshot sees exactly what the live world saw.
-# ---------------------------------------------------------------------------------------------
-
-
-def _backwards(cx: Pipeline, d: Draft) -> Iterator[Event]:
-    """The events before the draft's state, newest first: the draft's own, then the log's."""
-    yield from reversed(d.pending)
-    yield from reversed(cx.book.log)
-
-
-def _stale_reach(rules: Mapping[str, Any]) -> float:
-    """How far back in virtual time a stale read under `rules` may look: the largest lag_s
-    of their stale_read errors and scripts (0.0: none)."""
-    reach = 0.0
-    for rule in rules.values():
-        for error in (*rule.errors, *(e for _, e in rule.script)):
-            if error.kind == "stale_read":
-                lag = error.lag_s if error.lag_s is not None else _DEFAULT_LAG
-                reach = max(reach, float(lag))
-    return reach
-
-
-_DEFAULT_LAG = next(o.default for o in kind("stale_read").options if o.name == "lag_s") or 0.0
-
-
-def _genesis_seq(cx: Pipeline) -> int:
-    """Events before this seq are the world's genesis (WorldCreated and the seed rows)."""
-    if cx.genesis_seq is None:
-        # A replayed world: its genesis is the leading run of events written outside any call.
-        log = cx.book.log
-        if log.first:  # a window (lowlevel.keep_events): nothing before it can be undone
-            return log.first
-        cx.genesis_seq = len(log)
-        for ev in log:
-            if type(ev) is not WorldCreated and not (
-                type(ev) is RecordCreated and ev.call_id is None
-            ):
-                cx.genesis_seq = ev.seq
-                break
-    return cx.genesis_seq
-
-
-def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
-    """The world's records as they were at virtual time `cutoff` (the clock stays now).
-
-    Walks the log back, undoing record events later than `cutoff`: a creation is removed, an
-    update gets its `old` values back, a deletion brings `old` back. The seeded genesis is
-    never undone: seed rows have existed "forever", however young the world is. Only the
-    events after `cutoff` are read, and the tables' indexes are undone with their records.
-    """
-    state = d.state
-    genesis = _genesis_seq(cx)
-    tables = dict(state.tables.items())
-    index = dict(state.index.items())
-    touched = False
-    for ev in _backwards(cx, d):
-        if ev.at <= cutoff or ev.seq < genesis:
-            break
-        # `type(ev) is X` (not isinstance: events are final classes, and it is cheaper) narrows
-        if type(ev) is RecordCreated or type(ev) is RecordUpdated or type(ev) is RecordDeleted:
-            name, rid = ev.table, ev.id
-            rows = tables[name]
-            now_ = rows.get(rid)
-            if type(ev) is RecordCreated:
-                before = None
-                rows = rows.delete(rid)
-            elif type(ev) is RecordUpdated:
-                before = {**rows[rid], **ev.old}
-                rows = rows.set(rid, before)
-            elif type(ev) is RecordDeleted:
-                before = ev.old
-                rows = rows.set(rid, before)
-            tables[name] = rows
-            ix = index.get(name)
-            if ix is not None:
-                index[name] = ix.changed(rows, rid, now_, before)
-            touched = True
-    if not touched:
-        return state
-    import immutables
-
-    return state.derived(tables=immutables.Map(tables), index=immutables.Map(index))
 
 
 # ---------------------------------------------------------------------------------------------
