@@ -16,7 +16,7 @@ from faultbench.kernel._faults._injections import TEMPLATES
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
 from faultbench.kernel._faults._kinds import kind as fault_kind
 from faultbench.kernel._faults._lies import CHANGES
-from faultbench.kernel._read._faultblock import render_duration
+from faultbench.kernel._read._durations import render_duration
 from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
 
 from .test_faults_docs import yaml_blocks

@@ -8,14 +8,14 @@ import typing as _typing
 from faultbench._lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
-    from ._faultblock import parse_duration
+    from ._durations import parse_duration
     from ._features._webhooks import webhook_url_problem
     from ._files import read_bounded
     from ._reader import load_spec, parse_faults, read_world_file, render_faults
 
 #: names imported on first use (PEP 562): their modules are not loaded by `import faultbench`
 _LAZY = {
-    "parse_duration": "._faultblock",
+    "parse_duration": "._durations",
     "webhook_url_problem": "._features._webhooks",
     "read_bounded": "._files",
     "load_spec": "._reader",

@@ -48,10 +48,10 @@ from .._spec import (
     parse_checks,
 )
 from .._text import did_you_mean, short_repr
+from ._durations import parse_duration
 from ._faultblock import (
     _RuleParser,
     check_merged_probabilities,
-    parse_duration,
     render_faults,
 )
 from ._features._webhooks import WEBHOOKS_TARGET, _WebhooksLoader

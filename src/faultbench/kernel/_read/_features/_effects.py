@@ -21,7 +21,7 @@ from typing import Any
 from ..._spec import BranchSpec, FeedSpec, OperationSpec, ThenSpec, _coerce, _expected
 from ..._text import did_you_mean, one_of, short_repr
 from .._base import _LoaderBase
-from .._faultblock import parse_duration
+from .._durations import parse_duration
 
 THEN_KEYS = ("after", "set", "or")
 BRANCH_KEYS = ("p", "set")

@@ -11,7 +11,7 @@ from typing import Any
 from ..._spec import IdempotencySpec
 from ..._text import short_repr
 from .._base import _LoaderBase
-from .._faultblock import DURATION_HELP, parse_duration
+from .._durations import DURATION_HELP, parse_duration
 
 IDEMPOTENCY_KEYS = ("key", "window")
 #: how long a key is remembered when `window:` is left out (Stripe keeps keys for 24 hours)
