@@ -3,10 +3,6 @@
 The stage's face: what the other stages (and the kernel's two doors) use from it, imported from
 here and never from a module inside the stage (tests/test_layout.py checks it)."""
 
-import typing as _typing
-
-from faultbench._lazy import lazy_names as _lazy_names
-
 from ._auth import issue, token_expiry
 from ._feed import Feed, FeedEvent
 from ._later import pending_effects, schedule
@@ -14,16 +10,6 @@ from ._ops import CompiledOp, compile_ops, tables_to_dict
 from ._pipeline import Pipeline, parse_rules
 from ._results import CallResult, Tool
 from ._surface import tool_now, tools_now
-
-if _typing.TYPE_CHECKING:
-    from ._schedule import join
-
-#: names imported on first use (PEP 562): their modules are not loaded by `import faultbench`
-_LAZY = {
-    "join": "._schedule",
-}
-
-__getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "CallResult",
@@ -34,7 +20,6 @@ __all__ = [
     "Tool",
     "compile_ops",
     "issue",
-    "join",
     "parse_rules",
     "pending_effects",
     "schedule",

@@ -138,6 +138,8 @@ class Pipeline:
         with `auth:` (see `_auth.py`). Lock by `acquire`/`release`, not `with`: half the
         instructions on CPython 3.11, on a path of ~65k per plain call."""
         book = self.book
+        if book.busy is not None:  # a handler runs: if it is this world's own, refuse
+            book.refuse_own_handler(f"world.call({tool!r})")
         lock = book.lock
         lock.acquire()
         try:
@@ -160,6 +162,13 @@ class Pipeline:
         finally:
             lock.release()
         return result
+
+    async def acall(self, tool: str, args: Any = None, token: str | None = None) -> CallResult:
+        """`call` from async code: the call joins the calls in flight with it on this world,
+        and a batch of them runs as `call_together` (`_schedule.join`; one alone is `call`)."""
+        from ._schedule import join  # its event-loop probes load with the first async call
+
+        return await join(self, tool, args, token)
 
     def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]:
         """Run `calls` (tool, args) or (tool, args, token) as calls made at the same moment;

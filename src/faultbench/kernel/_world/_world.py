@@ -286,9 +286,6 @@ class World:
         """Call a tool as an agent would. Never raises for bad input: the result says.
         Safe from several threads: calls are serialised, each one atomic (see `Book.lock`).
         `token`: the caller's access token, in a world with `auth:` (`issue_token`)."""
-        book = self._book
-        if book.busy is not None:  # a handler runs: if it is this world's own, refuse
-            book.refuse_own_handler(f"world.call({tool!r})")
         return self._pipeline.call(tool, args, token)
 
     def issue_token(self, principal: str) -> str:
@@ -322,9 +319,7 @@ class World:
     ) -> CallResult:
         """`call` from async code (trio or asyncio): calls made concurrently form one batch,
         as `call_together` runs it (see docs/FAULTS.md, "Concurrent calls")."""
-        from .._calls import join
-
-        return await join(self, tool, args, token)
+        return await self._pipeline.acall(tool, args, token)
 
     def set_faults(self, rules: Any) -> None:
         """Replace the fault rules at run time: a `faults:` block as YAML text or plain
