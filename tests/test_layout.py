@@ -112,9 +112,7 @@ def test_stages_are_entered_through_their_face():
         f"{source} -> {target}"
         for source, targets in graph.items()
         for target in targets
-        if (stage := _stage(target))
-        and target != f"{KERNEL}{stage}"
-        and _stage(source) != stage
+        if (stage := _stage(target)) and target != f"{KERNEL}{stage}" and _stage(source) != stage
     )
     assert reaching_in == []
 

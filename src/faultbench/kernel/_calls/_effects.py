@@ -167,7 +167,7 @@ def _conflict(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> 
     field = op.version
     state = d.state
     data = state.tables[table].get(rid) if table and isinstance(rid, str) else None
-    if data is None or field is None:
+    if data is None or field is None or not isinstance(rid, str):
         # a missing record (nothing to write over) or one without a version: only the 409
         flight.error = InjectedFault(decision.message, kind=decision.kind)
         return
