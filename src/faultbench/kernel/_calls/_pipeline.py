@@ -54,7 +54,7 @@ from .._store import (
 from .._text import loggable, show_value
 from ._auth import authorize, checked, refusal, run_refresh
 from ._effects import EFFECTS
-from ._flight import Flight, advance_to, attempt, log_fault, stale_reach
+from ._flight import Flight, advance_to, log_fault, stale_reach
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
 from ._surface import Admitted, surface_op
@@ -406,9 +406,15 @@ def execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     faultbench or in what it runs), as an `internal_error` after undoing whatever the call
     had committed, so the log never holds a call that started and never finished.
     """
+    decision = flight.decision
+    if decision is None or decision.kind is None:  # no fault: the operation once, as asked
+        flight.value, flight.text, flight.error = run_once(
+            cx, d, flight.op, flight.call_id, dict(flight.args), flight.principal, flight.token
+        )
+        return
     mark = d.mark()
     try:
-        _execute(cx, d, flight)
+        _execute(cx, d, flight, decision)
         if flight.error is None and flight.text is None:
             flight.text = _encode(flight.value).decode()
     except Exception as exc:
@@ -427,16 +433,41 @@ def internal_error(tool: str, exc: BaseException) -> InternalError:
     return err
 
 
-def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
-    decision = flight.decision
+def _execute(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    assert decision.kind is not None
     try:
-        if decision is None or decision.kind is None:
-            flight.value, tx = attempt(cx, d, flight)
-            tx.commit()
-        else:
-            EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
+        EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
     except ToolCallError as exc:
         flight.error = exc
+
+
+def run_once(
+    cx: Pipeline,
+    d: Draft,
+    op: CompiledOp,
+    call_id: str,
+    args: dict[str, Any],
+    principal: str | None = None,
+    token: str | None = None,
+) -> tuple[Any, str | None, ToolCallError | None]:
+    """Execute a call no fault touches (`execute`'s plain case, and `_run_plain`'s): the
+    operation once, committed, as (value, text, error). A tool error is the answer with
+    nothing committed; anything else undoes what the call wrote and is an `internal_error`.
+    `args` is a new dict, the runner's to change."""
+    mark = d.mark()
+    d.call_id = call_id
+    try:
+        tx = cx.transaction(d)
+        if principal is not None or token is not None:
+            tx.principal, tx.token = principal, token
+        value = op.run(tx, args)
+        tx.commit()
+        return value, _encode(value).decode(), None
+    except ToolCallError as exc:  # the operation's own answer (nothing was committed)
+        return None, None, exc
+    except Exception as exc:
+        d.rollback(mark)
+        return None, None, internal_error(op.name, exc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +595,9 @@ def _run_one(
 
 
 def _run_plain(cx: Pipeline, d: Draft, op: CompiledOp, tool: str, args: Any) -> CallResult:
-    """`_run_one` for a call the fault plan leaves alone, the common case: the three stages
-    back to back, with no decision, no latency and no Flight. Same events, same result."""
+    """`_run_one` for a call the fault plan leaves alone, the common case: admission without
+    a decision, a Flight or a clock move, then the stages' own `run_once` and `_answer`. Same
+    events, same result."""
     state = d.state
     call_id = f"c{state.calls + 1}"
     if args is None:
@@ -578,18 +610,5 @@ def _run_plain(cx: Pipeline, d: Draft, op: CompiledOp, tool: str, args: Any) -> 
     k = state.k.get(tool, 0) + 1
     now = state.clock
     d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=jargs, k=k))
-    d.call_id = call_id
-    mark = d.mark()
-    value = text = error = None
-    try:
-        tx = cx.transaction(d)
-        value = op.run(tx, clean)  # `clean` is a new dict, the runner's to change
-        tx.commit()
-        text = _encode(value).decode()
-    except ToolCallError as exc:  # the operation's own answer (nothing was committed)
-        error = exc
-    except Exception as exc:  # as `execute` does: nothing the call wrote stays
-        d.rollback(mark)
-        value = text = None
-        error = internal_error(op.name, exc)
+    value, text, error = run_once(cx, d, op, call_id, clean)
     return _answer(d, op, call_id, jargs, k, now, None, error, value, text)
