@@ -79,7 +79,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_sees_every_kind_of_import():
     graph = import_graph()
     # relative, function-level (lazy) and TYPE_CHECKING imports are all edges
-    assert "faultbench.kernel._calls._pipeline" in graph["faultbench.kernel._world._world"]
+    assert "faultbench.kernel._calls" in graph["faultbench.kernel._world._world"]
     assert "faultbench.serve" in graph["faultbench.testing.plugin"]  # imported inside fixtures
     assert "faultbench.kernel._store._book" in graph["faultbench.kernel._store._tables"]
 
@@ -92,6 +92,40 @@ def test_find_cycle_finds_a_circle():
 def test_src_has_no_import_circle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+KERNEL = "faultbench.kernel."
+STAGES = sorted(p.name for p in (PACKAGE / "kernel").iterdir() if (p / "__init__.py").exists())
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and module.startswith(KERNEL) and parts[2] in STAGES else None
+
+
+def test_stages_are_entered_through_their_face():
+    # a module inside a kernel stage is the stage's own business: every other module (another
+    # stage, the kernel's two doors, a shell) imports the stage package, whose `__all__` is the
+    # stage's face
+    graph = import_graph()
+    reaching_in = sorted(
+        f"{source} -> {target}"
+        for source, targets in graph.items()
+        for target in targets
+        if (stage := _stage(target)) and target != f"{KERNEL}{stage}" and _stage(source) != stage
+    )
+    assert reaching_in == []
+
+
+def test_every_stage_face_names_what_it_exports():
+    import importlib
+
+    for stage in STAGES:
+        face = importlib.import_module(f"{KERNEL}{stage}")
+        exported = getattr(face, "__all__", None)
+        assert exported, f"{stage}/__init__.py has no __all__"
+        missing = [name for name in exported if not hasattr(face, name)]
+        assert missing == [], f"{stage}/__init__.py lists {missing} but does not provide them"
 
 
 def test_no_folder_is_a_pile():

@@ -111,7 +111,7 @@ def test_keep_events_flags_that_do_not_fit(flags, message, capsys):
 
 
 def test_keep_events_is_refused_for_a_world_with_an_events_feed(tmp_path, capsys):
-    from tests.kernel.test_feed import WORLD
+    from tests.kernel.calls.test_feed import WORLD
 
     world, events = tmp_path / "feed.yaml", tmp_path / "events.jsonl"
     world.write_text(WORLD)

@@ -33,8 +33,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ._text._names import did_you_mean
-from ._text._show import show_repr
+from ._text import did_you_mean, show_repr
 
 
 class Location(msgspec.Struct, frozen=True):

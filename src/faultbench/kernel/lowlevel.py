@@ -16,58 +16,58 @@ import typing as _typing
 
 from faultbench._lazy import lazy_names as _lazy_names
 
-from ._calls._auth import token_expiry as token_expiry
+from ._calls import token_expiry as token_expiry
 from ._errors import WebhookSignatureError as WebhookSignatureError
-from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
-from ._faults._inject import InjectionPlan as InjectionPlan
-from ._faults._kinds import KINDS as FAULT_KINDS
-from ._faults._kinds import FaultKind as FaultKind
-from ._faults._kinds import kind as fault_kind
-from ._faults._model import MODEL_KINDS as MODEL_KINDS
-from ._faults._model import ModelFault as ModelFault
-from ._faults._model import ModelKind as ModelKind
-from ._faults._plan import effective_rule as effective_rule
-from ._faults._surface import SURFACE_KINDS as SURFACE_KINDS
-from ._inspect._diff import format_event as format_event
-from ._inspect._explain import RunExplanation as RunExplanation
-from ._inspect._explain import explain_runs as explain_runs
-from ._inspect._pins import FaultPin as FaultPin
-from ._inspect._pins import faults_received as faults_received
-from ._inspect._pins import pin_block as pin_block
-from ._read._files import read_bounded as read_bounded
-from ._spec._code import add_tools as add_tools
-from ._spec._code import empty_spec as empty_spec
-from ._spec._rows import generate_rows as generate_rows
-from ._spec._schema import operation_args as operation_args
-from ._spec._types import WORLD_ATTRIBUTES as WORLD_ATTRIBUTES
-from ._store._events import add_log_line as add_log_line
-from ._store._incall import ToolCharges as ToolCharges
-from ._store._incall import running_call as running_call
-from ._store._log import Cut as Cut
-from ._text._keys import id_order as id_order
-from ._text._names import did_you_mean as did_you_mean
-from ._text._names import plural as plural
-from ._text._show import format_value as format_value
-from ._text._show import iso_time as iso_time
-from ._text._show import show_repr as show_repr
-from ._text._utc import to_utc as to_utc
-from ._world._current import AgentCall as AgentCall
-from ._world._current import note_agent_call as note_agent_call
-from ._world._current import recording_agent_calls as recording_agent_calls
-from ._world._replay import spec_for_log as spec_for_log
-from ._world._watch import keep_events as keep_events
-from ._world._watch import watch_log as watch_log
-from ._world._webhooks import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
-from ._world._webhooks import Delivery as WebhookDelivery
-from ._world._webhooks import sign_webhook as sign_webhook
-from ._world._webhooks import verify_webhook as verify_webhook
+from ._faults import INJECTABLE_KINDS as INJECTABLE_KINDS
+from ._faults import KINDS as FAULT_KINDS
+from ._faults import MODEL_KINDS as MODEL_KINDS
+from ._faults import SURFACE_KINDS as SURFACE_KINDS
+from ._faults import FaultKind as FaultKind
+from ._faults import InjectionPlan as InjectionPlan
+from ._faults import ModelFault as ModelFault
+from ._faults import ModelKind as ModelKind
+from ._faults import effective_rule as effective_rule
+from ._faults import kind as fault_kind
+from ._inspect import FaultPin as FaultPin
+from ._inspect import RunExplanation as RunExplanation
+from ._inspect import explain_runs as explain_runs
+from ._inspect import faults_received as faults_received
+from ._inspect import format_event as format_event
+from ._inspect import pin_block as pin_block
+from ._read import read_bounded as read_bounded
+from ._spec import WORLD_ATTRIBUTES as WORLD_ATTRIBUTES
+from ._spec import add_tools as add_tools
+from ._spec import empty_spec as empty_spec
+from ._spec import generate_rows as generate_rows
+from ._spec import operation_args as operation_args
+from ._store import Cut as Cut
+from ._store import ToolCharges as ToolCharges
+from ._store import add_log_line as add_log_line
+from ._store import running_call as running_call
+from ._text import did_you_mean as did_you_mean
+from ._text import format_value as format_value
+from ._text import id_order as id_order
+from ._text import iso_time as iso_time
+from ._text import plural as plural
+from ._text import show_repr as show_repr
+from ._text import to_utc as to_utc
+from ._world import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
+from ._world import AgentCall as AgentCall
+from ._world import Delivery as WebhookDelivery
+from ._world import keep_events as keep_events
+from ._world import note_agent_call as note_agent_call
+from ._world import recording_agent_calls as recording_agent_calls
+from ._world import sign_webhook as sign_webhook
+from ._world import spec_for_log as spec_for_log
+from ._world import verify_webhook as verify_webhook
+from ._world import watch_log as watch_log
 
 if _typing.TYPE_CHECKING:
-    from ._read._features._webhooks import webhook_url_problem as webhook_url_problem
-    from ._read._reader import load_spec as load_spec
-    from ._read._reader import parse_duration as parse_duration
-    from ._read._reader import parse_faults as parse_faults
-    from ._read._reader import render_faults as render_faults
+    from ._read import load_spec as load_spec
+    from ._read import parse_duration as parse_duration
+    from ._read import parse_faults as parse_faults
+    from ._read import render_faults as render_faults
+    from ._read import webhook_url_problem as webhook_url_problem
 
 #: public name -> the module it lives in, for names imported on first use (PEP 562)
 _LAZY = {

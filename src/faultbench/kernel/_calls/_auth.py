@@ -29,14 +29,13 @@ from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 from .._errors import InjectedFault, Unauthorized
-from .._spec._types import AUTH_SERVICE, REFRESH_TOOL, OperationSpec
-from .._store._events import AuthChecked, TokenExpired, TokenIssued, TokenRefreshed, TokenRevoked
+from .._spec import AUTH_SERVICE, REFRESH_TOOL, OperationSpec
+from .._store import AuthChecked, TokenExpired, TokenIssued, TokenRefreshed, TokenRevoked
 
 if TYPE_CHECKING:
-    from .._faults._plan import FaultDecision
-    from .._spec._types import WorldSpec
-    from .._store._book import Draft
-    from .._store._state import State
+    from .._faults import FaultDecision
+    from .._spec import WorldSpec
+    from .._store import Draft, State
 
 __all__ = ["AUTH_SERVICE", "REFRESH_TOOL", "authorize", "issue", "refusal", "run_refresh"]
 
@@ -68,7 +67,7 @@ def issue(d: Draft, spec: WorldSpec, seed: int, principal: str, call_id: str | N
             "a world file with 'auth: {principals: {...}}' to issue tokens"
         )
     if principal not in auth.principals:
-        from .._text._names import did_you_mean
+        from .._text import did_you_mean
 
         raise ValueError(
             f"unknown principal {principal!r}; expected one of {', '.join(auth.principals)}."
@@ -167,7 +166,7 @@ def run_refresh(tx: Any, args: dict[str, Any]) -> Any:
 
 
 def token_fault(cx: Any, d: Draft, flight: Any, decision: FaultDecision) -> None:
-    """The executor of effect "token" (`_pipeline._EFFECTS`): the call's token expires now
+    """The executor of effect "token" (`_effects.EFFECTS`): the call's token expires now
     (`token_expired`) or is revoked (`revoked`); the call does not run."""
     token = flight.token
     state = d.state

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._errors import InvalidArguments
-from .._store._events import Event, RecordCreated, RecordDeleted, RecordUpdated, WorldCreated
-from .._text._show import iso_time
+from .._store import Event, RecordCreated, RecordDeleted, RecordUpdated, WorldCreated
+from .._text import iso_time
 
 if TYPE_CHECKING:
-    from .._spec._types import WorldSpec
+    from .._spec import WorldSpec
 
 _RECORD_EVENTS = frozenset({RecordCreated, RecordUpdated, RecordDeleted})
 #: the feed's page size when `limit` is not given, and the most one page may hold

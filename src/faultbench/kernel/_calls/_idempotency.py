@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._errors import Conflict
-from .._store._events import IdempotencyKeyRecorded, IdempotentRetryAnswered
+from .._store import IdempotencyKeyRecorded, IdempotentRetryAnswered
 
 if TYPE_CHECKING:
-    from .._spec._types import IdempotencySpec
+    from .._spec import IdempotencySpec
 
 Runner = Callable[[Any, dict[str, Any]], Any]
 

@@ -20,13 +20,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .._errors import RecordError
-from .._store._later import due_at, schedule_change
-from .._store._tables import check_value, table_of
+from .._store import check_value, due_at, schedule_change, table_of
 
 if TYPE_CHECKING:
-    from .._spec._types import OperationSpec, WorldSpec
-    from .._store._later import Store
-    from .._store._state import State
+    from .._spec import OperationSpec, WorldSpec
+    from .._store import State, Store
 
 _UNIT = 2.0**-53
 
@@ -113,7 +111,7 @@ def _seconds(after: float | str | timedelta) -> float:
         if seconds < 0:
             raise ValueError(f"Expected after= a delay >= 0. Instead, received: {after!r}")
         return seconds
-    from .._read._faultblock import parse_duration
+    from .._read import parse_duration
 
     try:
         return parse_duration(after)

@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._errors import InvalidArguments
-from .._spec._lists import arg_name, sort_key
-from .._store._indexes import IdSet
-from .._store._sorted import ID, TOP, KeySet, entry, field_value, key_of
-from .._text._keys import id_order
+from .._spec import arg_name, sort_key
+from .._store import ID, TOP, IdSet, KeySet, entry, field_value, key_of
+from .._text import id_order
 
 if TYPE_CHECKING:
-    from .._spec._types import OperationSpec, WorldSpec
-    from .._store._book import Draft
+    from .._spec import OperationSpec, WorldSpec
+    from .._store import Draft
 
 Pred = Callable[[Any], bool]
 _MAX = "\U0010ffff"  # above every id: (key, _MAX) sorts after the entry of key

@@ -30,16 +30,20 @@ from .._errors import (
     format_traceback,
     not_found_text,
 )
-from .._spec._lists import is_rich
-from .._spec._schema import Validator, default_description, input_schema, operation_args
-from .._store._book import Book, Draft
-from .._store._clock import VirtualClock
-from .._store._events import Event
-from .._store._incall import ToolCharges, charging
-from .._store._log import EventLog
-from .._store._tables import Record, Table, table_of
-from .._text._keys import id_order
-from .._text._names import did_you_mean
+from .._spec import Validator, default_description, input_schema, is_rich, operation_args
+from .._store import (
+    Book,
+    Draft,
+    Event,
+    EventLog,
+    Record,
+    Table,
+    ToolCharges,
+    VirtualClock,
+    charging,
+    table_of,
+)
+from .._text import did_you_mean, id_order
 from ._auth import REFRESH_TOOL, refresh_spec, run_refresh
 from ._feed import Feed, page
 from ._idempotency import idempotent
@@ -48,8 +52,8 @@ from ._lists import ListRunner
 from ._results import Tool
 
 if TYPE_CHECKING:
-    from .._spec._types import OperationSpec, WorldSpec
-    from .._store._state import State
+    from .._spec import OperationSpec, WorldSpec
+    from .._store import State
 
 
 # --- the transaction a call runs in --------------------------------------------------------

@@ -21,7 +21,7 @@ state. When the call or batch is answered, its draft goes to the world's `Book` 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,6 @@ import msgspec
 
 from .._errors import (
     ClockOverflow,
-    InjectedFault,
     InternalError,
     InvalidArguments,
     ToolCallError,
@@ -37,38 +36,33 @@ from .._errors import (
     format_traceback,
     unknown_tool_text,
 )
-from .._faults._injections import injection_text, plant
-from .._faults._kinds import kind
-from .._faults._lies import REWRITES
-from .._faults._plan import FaultDecision, FaultPlan, created_field
-from .._faults._rules import BY_ID
-from .._faults._window import Window
-from .._store._book import Draft
-from .._store._events import (
+from .._faults import (
+    BY_ID,
+    FaultDecision,
+    FaultPlan,
+    Window,
+    created_field,
+    kind,
+)
+from .._store import (
     CallFailed,
     CallStarted,
     CallSucceeded,
-    Event,
-    FaultInjected,
-    RecordCreated,
-    RecordDeleted,
-    RecordUpdated,
-    WorldCreated,
+    Draft,
+    fire_due,
 )
-from .._store._later import fire_due, move_clock
-from .._text._show import loggable, show_value
-from ._auth import authorize, checked, refusal, run_refresh, token_fault
-from ._feed import perturb
+from .._text import loggable, show_value
+from ._auth import authorize, checked, refusal, run_refresh
+from ._effects import EFFECTS
+from ._flight import Flight, advance_to, log_fault, stale_reach
 from ._ops import CompiledOp, Transaction
 from ._results import CallResult
-from ._surface import Admitted, decide_change, surface_op
-from ._versions import conflict
+from ._surface import Admitted, surface_op
 
 if TYPE_CHECKING:
-    from .._faults._types import FaultRule
-    from .._spec._types import WorldSpec
-    from .._store._book import Book
-    from .._store._state import Settings, State
+    from .._faults import FaultRule
+    from .._spec import WorldSpec
+    from .._store import Book, Settings, State
 
 _encode = msgspec.json.Encoder().encode
 _canon = msgspec.json.Encoder(order="deterministic").encode
@@ -126,7 +120,7 @@ class Pipeline:
         """Plan under `settings` from `rules` already parsed (spares parsing them again)."""
         self._plan = FaultPlan(rules, seed=self.seed, run=settings.run, enabled=settings.faults_on)
         self._plan_for = settings
-        reach = _stale_reach(rules)
+        reach = stale_reach(rules)
         if reach > self.book.reach_s:  # what a window must keep (`Book.reach_s`)
             self.book.reach_s = reach
         rate = max((r.rate_limit.per_seconds for r in rules.values() if r.rate_limit), default=0.0)
@@ -144,6 +138,8 @@ class Pipeline:
         with `auth:` (see `_auth.py`). Lock by `acquire`/`release`, not `with`: half the
         instructions on CPython 3.11, on a path of ~65k per plain call."""
         book = self.book
+        if book.busy is not None:  # a handler runs: if it is this world's own, refuse
+            book.refuse_own_handler(f"world.call({tool!r})")
         lock = book.lock
         lock.acquire()
         try:
@@ -166,6 +162,13 @@ class Pipeline:
         finally:
             lock.release()
         return result
+
+    async def acall(self, tool: str, args: Any = None, token: str | None = None) -> CallResult:
+        """`call` from async code: the call joins the calls in flight with it on this world,
+        and a batch of them runs as `call_together` (`_schedule.join`; one alone is `call`)."""
+        from ._schedule import join  # its event-loop probes load with the first async call
+
+        return await join(self, tool, args, token)
 
     def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]:
         """Run `calls` (tool, args) or (tool, args, token) as calls made at the same moment;
@@ -190,11 +193,11 @@ def parse_rules(
 ) -> dict[str, FaultRule]:
     """Fault rules from a `faults:` block (YAML text or plain objects), or parsed FaultRules
     as they are; raises WorldFileError."""
-    from .._faults._types import FaultRule
+    from .._faults import FaultRule
 
     if isinstance(rules, Mapping) and all(isinstance(v, FaultRule) for v in rules.values()):
         return dict(rules)
-    from .._read._reader import parse_faults
+    from .._read import parse_faults
 
     return parse_faults(rules, spec, source=source)
 
@@ -202,43 +205,6 @@ def parse_rules(
 # ---------------------------------------------------------------------------------------------
 # Stage 1: admit
 # ---------------------------------------------------------------------------------------------
-
-
-class Flight:
-    """A valid call between `admit` and `finish`."""
-
-    __slots__ = (
-        "args",
-        "call_id",
-        "decision",
-        "end_at",
-        "error",
-        "exec_at",
-        "jargs",
-        "k",
-        "op",
-        "principal",
-        "started",
-        "text",
-        "token",
-        "value",
-    )
-
-    def __init__(self, call_id: str, op: CompiledOp, args: dict[str, Any], jargs: dict[str, Any]):
-        self.call_id = call_id
-        self.op = op
-        self.args = args
-        self.jargs = jargs
-        self.k = 0
-        self.decision: FaultDecision | None = None
-        self.started: datetime = None  # type: ignore[assignment]  # set by admit before any read
-        self.exec_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
-        self.end_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
-        self.value: Any = None
-        self.text: str | None = None
-        self.error: ToolCallError | None = None
-        self.principal: str | None = None
-        self.token: str | None = None
 
 
 def args_json(args: Any) -> dict[str, Any]:
@@ -308,7 +274,7 @@ def admit(
     # a malformed answer is logged when its broken text exists (see _malformed), a feed fault
     # when it knows the events it touched (see _feed), an injection or a lie with what it placed
     if decision.kind is not None and kind(decision.kind).effect not in _LOGGED_LATE:
-        _log_fault(d, flight, decision.detail())
+        log_fault(d, flight, decision.detail())
     return flight
 
 
@@ -365,22 +331,6 @@ def _as_datetime(value: Any) -> datetime | None:
         except ValueError:
             return None
     return None
-
-
-def _log_fault(d: Draft, flight: Flight, detail: dict[str, Any]) -> None:
-    state = d.state
-    assert flight.decision is not None
-    assert flight.decision.kind is not None
-    d.emit(
-        FaultInjected(
-            seq=state.seq,
-            at=state.clock,
-            call_id=flight.call_id,
-            tool=flight.op.name,
-            kind=flight.decision.kind,
-            detail=detail,
-        )
-    )
 
 
 def _reject(
@@ -449,22 +399,6 @@ def _failed(
 # ---------------------------------------------------------------------------------------------
 
 
-def advance_to(d: Draft, to: datetime, call_id: str) -> None:
-    """Move the call's clock to `to`; effects due on the way fire (`_store/_later.py`)."""
-    if to > d.state.clock:
-        move_clock(d, to, call_id)
-
-
-def _attempt(
-    cx: Pipeline, d: Draft, flight: Flight, state: State | None = None
-) -> tuple[Any, Transaction]:
-    """Run the operation once in a fresh transaction; raises ToolCallError."""
-    d.call_id = flight.call_id
-    tx = cx.transaction(d, state)
-    tx.principal, tx.token = flight.principal, flight.token
-    return flight.op.run(tx, dict(flight.args)), tx
-
-
 def execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     """Run the operation as the decision says. The clock is at `flight.exec_at`.
 
@@ -472,9 +406,15 @@ def execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
     faultbench or in what it runs), as an `internal_error` after undoing whatever the call
     had committed, so the log never holds a call that started and never finished.
     """
+    decision = flight.decision
+    if decision is None or decision.kind is None:  # no fault: the operation once, as asked
+        flight.value, flight.text, flight.error = run_once(
+            cx, d, flight.op, flight.call_id, dict(flight.args), flight.principal, flight.token
+        )
+        return
     mark = d.mark()
     try:
-        _execute(cx, d, flight)
+        _execute(cx, d, flight, decision)
         if flight.error is None and flight.text is None:
             flight.text = _encode(flight.value).decode()
     except Exception as exc:
@@ -493,182 +433,41 @@ def internal_error(tool: str, exc: BaseException) -> InternalError:
     return err
 
 
-def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
-    decision = flight.decision
+def _execute(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    assert decision.kind is not None
     try:
-        if decision is None or decision.kind is None:
-            flight.value, tx = _attempt(cx, d, flight)
-            tx.commit()
-        else:
-            _EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
+        EFFECTS[kind(decision.kind).effect](cx, d, flight, decision)
     except ToolCallError as exc:
         flight.error = exc
 
 
-# One executor per effect of `_faultkinds.EFFECTS` (a test checks they match): how a fault of
-# that effect changes what the call does and what the agent reads.
-
-
-def _fail(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    flight.error = InjectedFault(decision.message, kind=decision.kind)
-    if decision.commit:
-        # The server did the work; only the answer is lost. If the operation itself fails
-        # there is nothing to keep, and the caller still only sees the fault.
-        try:
-            _, tx = _attempt(cx, d, flight)
-        except ToolCallError:
-            pass
-        else:
-            tx.commit()
-
-
-def _empty(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    if decision.commit:
-        # The write happened and the body got lost: 200 with nothing in it. An error answer
-        # is passed on intact, as for malformed_json.
-        _, tx = _attempt(cx, d, flight)
+def run_once(
+    cx: Pipeline,
+    d: Draft,
+    op: CompiledOp,
+    call_id: str,
+    args: dict[str, Any],
+    principal: str | None = None,
+    token: str | None = None,
+) -> tuple[Any, str | None, ToolCallError | None]:
+    """Execute a call no fault touches (`execute`'s plain case, and `_run_plain`'s): the
+    operation once, committed, as (value, text, error). A tool error is the answer with
+    nothing committed; anything else undoes what the call wrote and is an `internal_error`.
+    `args` is a new dict, the runner's to change."""
+    mark = d.mark()
+    d.call_id = call_id
+    try:
+        tx = cx.transaction(d)
+        if principal is not None or token is not None:
+            tx.principal, tx.token = principal, token
+        value = op.run(tx, args)
         tx.commit()
-    flight.value = flight.op.empty()
-
-
-def _stale(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    past = state_as_of(cx, d, flight.exec_at - timedelta(seconds=decision.lag_s or 0.0))
-    flight.value, _ = _attempt(cx, d, flight, past)
-
-
-def _malformed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here rather than at admission: the event carries the broken text.
-    detail = decision.detail()
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-    except ToolCallError:
-        _log_fault(d, flight, detail)  # an error answer is passed on intact
-        raise
-    if decision.commit:
-        tx.commit()
-    flight.text = detail["text"] = break_json(_encode(flight.value).decode())
-    _log_fault(d, flight, detail)
-
-
-def _duplicate(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    flight.value, tx = _attempt(cx, d, flight)
-    tx.commit()
-    # At-least-once delivery: the same request arrives again. A repeat that fails (a second
-    # delete, a handler refusing) changes nothing; the caller saw the first.
-    for _ in range(decision.times):
-        try:
-            _, tx = _attempt(cx, d, flight)
-        except ToolCallError:
-            continue
-        tx.commit()
-
-
-def _feed(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here rather than at admission: the event names the feed events it touched.
-    detail = decision.detail()
-    try:
-        value, _ = _attempt(cx, d, flight)  # a read: nothing to commit
-    except ToolCallError:
-        _log_fault(d, flight, detail)  # a bad cursor is answered as it is
-        raise
-    assert decision.kind is not None
-    flight.value, detail["events"] = perturb(
-        value, decision.kind, flight.k, decision.delay_s or 0.0, d.state.clock
-    )
-    _log_fault(d, flight, detail)
-
-
-def _run_committed(
-    cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision
-) -> dict[str, Any]:
-    """The operation as usual, its writes committed, for a kind that changes only the answer
-    on its way out; returns the fault's detail for the caller to add to and log. An error
-    answer is passed on intact (the fault logged as decided)."""
-    detail = decision.detail()
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-    except ToolCallError:
-        _log_fault(d, flight, detail)
-        raise
-    tx.commit()
-    return detail
-
-
-def _inject(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # Logged here, with what was placed: `injected` is the text, `into` the records that
-    # carry it (or `text`, the whole answer, when it went after the answer's text).
-    detail = _run_committed(cx, d, flight, decision)
-    payload = injection_text(decision)
-    detail["injected"] = payload
-    value, into = plant(flight.value, decision.field, payload)
-    if into:
-        flight.value = value
-        detail["into"] = into
-    else:  # no such string field in the answer: the text follows the answer's
-        flight.text = detail["text"] = _encode(flight.value).decode() + "\n\n" + payload
-    _log_fault(d, flight, detail)
-
-
-def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # A lying tool: the operation runs as usual, its answer is rewritten on the way out and
-    # the log says what changed (`_lies.py`).
-    detail = _run_committed(cx, d, flight, decision)
-    record = cx.spec.records.get(flight.op.record)
-    choices = {f.name: f.choices for f in record.fields if f.choices} if record else {}
-    assert decision.kind is not None
-    flight.value, said = REWRITES[decision.kind](flight.value, decision, choices)
-    detail.update(said)
-    _log_fault(d, flight, detail)
-
-
-def _surface(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # The call runs as usual; then the tool list changes, whatever the call answered. The
-    # change is worked out against the tools of this moment and logged with the fault, which
-    # the reducer folds into `State.surface`.
-    detail = decision.detail()
-    detail["surface"] = decide_change(decision, flight.op.name, cx.ops, d.state.surface)
-    try:
-        flight.value, tx = _attempt(cx, d, flight)
-        tx.commit()
-    finally:
-        _log_fault(d, flight, detail)
-
-
-def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
-    # A read: the list runner serves the page the fault describes (`_lists.py`).
-    d.call_id = flight.call_id
-    tx = cx.transaction(d)
-    lister = flight.op.lister
-    assert lister is not None  # page kinds happen to lists with `page:` only (FaultKind.paged)
-    flight.value = lister.run(tx, dict(flight.args), fault=decision.kind)
-
-
-Executor = Callable[["Pipeline", Draft, Flight, FaultDecision], None]
-_EFFECTS: dict[str, Executor] = {
-    "fail": _fail,
-    "empty": _empty,
-    "stale": _stale,
-    "malformed": _malformed,
-    "duplicate": _duplicate,
-    "conflict": conflict,
-    "token": token_fault,
-    "feed": _feed,
-    "inject": _inject,
-    "rewrite": _rewrite,
-    "page": _page,
-    "surface": _surface,
-}
-#: effects whose FaultInjected is logged by their executor, once it knows what it did
-
-
-def break_json(text: str) -> str:
-    """`text` cut short, as a proxy that drops the end of a response does; never valid JSON."""
-    cut = text[: max(1, len(text) // 2)]
-    try:
-        msgspec.json.decode(cut)
-    except msgspec.DecodeError:
-        return cut
-    return cut + ","  # a number cut in half is still a number
+        return value, _encode(value).decode(), None
+    except ToolCallError as exc:  # the operation's own answer (nothing was committed)
+        return None, None, exc
+    except Exception as exc:
+        d.rollback(mark)
+        return None, None, internal_error(op.name, exc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -722,92 +521,6 @@ def _answer(
         started_at=started,
         finished_at=state.clock,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# History from the log: what rate limits and stale reads need, derived from events only, so a
-# replay, a fork or a restored snapshot sees exactly what the live world saw.
-# ---------------------------------------------------------------------------------------------
-
-
-def _backwards(cx: Pipeline, d: Draft) -> Iterator[Event]:
-    """The events before the draft's state, newest first: the draft's own, then the log's."""
-    yield from reversed(d.pending)
-    yield from reversed(cx.book.log)
-
-
-def _stale_reach(rules: Mapping[str, Any]) -> float:
-    """How far back in virtual time a stale read under `rules` may look: the largest lag_s
-    of their stale_read errors and scripts (0.0: none)."""
-    reach = 0.0
-    for rule in rules.values():
-        for error in (*rule.errors, *(e for _, e in rule.script)):
-            if error.kind == "stale_read":
-                lag = error.lag_s if error.lag_s is not None else _DEFAULT_LAG
-                reach = max(reach, float(lag))
-    return reach
-
-
-_DEFAULT_LAG = next(o.default for o in kind("stale_read").options if o.name == "lag_s") or 0.0
-
-
-def _genesis_seq(cx: Pipeline) -> int:
-    """Events before this seq are the world's genesis (WorldCreated and the seed rows)."""
-    if cx.genesis_seq is None:
-        # A replayed world: its genesis is the leading run of events written outside any call.
-        log = cx.book.log
-        if log.first:  # a window (lowlevel.keep_events): nothing before it can be undone
-            return log.first
-        cx.genesis_seq = len(log)
-        for ev in log:
-            if type(ev) is not WorldCreated and not (
-                type(ev) is RecordCreated and ev.call_id is None
-            ):
-                cx.genesis_seq = ev.seq
-                break
-    return cx.genesis_seq
-
-
-def state_as_of(cx: Pipeline, d: Draft, cutoff: datetime) -> State:
-    """The world's records as they were at virtual time `cutoff` (the clock stays now).
-
-    Walks the log back, undoing record events later than `cutoff`: a creation is removed, an
-    update gets its `old` values back, a deletion brings `old` back. The seeded genesis is
-    never undone: seed rows have existed "forever", however young the world is. Only the
-    events after `cutoff` are read, and the tables' indexes are undone with their records.
-    """
-    state = d.state
-    genesis = _genesis_seq(cx)
-    tables = dict(state.tables.items())
-    index = dict(state.index.items())
-    touched = False
-    for ev in _backwards(cx, d):
-        if ev.at <= cutoff or ev.seq < genesis:
-            break
-        # `type(ev) is X` (not isinstance: events are final classes, and it is cheaper) narrows
-        if type(ev) is RecordCreated or type(ev) is RecordUpdated or type(ev) is RecordDeleted:
-            name, rid = ev.table, ev.id
-            rows = tables[name]
-            now_ = rows.get(rid)
-            if type(ev) is RecordCreated:
-                before = None
-                rows = rows.delete(rid)
-            elif type(ev) is RecordUpdated:
-                before = {**rows[rid], **ev.old}
-                rows = rows.set(rid, before)
-            elif type(ev) is RecordDeleted:
-                before = ev.old
-                rows = rows.set(rid, before)
-            tables[name] = rows
-            ix = index.get(name)
-            if ix is not None:
-                index[name] = ix.changed(rows, rid, now_, before)
-            touched = True
-    if not touched:
-        return state
-    import immutables
-
-    return state.derived(tables=immutables.Map(tables), index=immutables.Map(index))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -882,8 +595,9 @@ def _run_one(
 
 
 def _run_plain(cx: Pipeline, d: Draft, op: CompiledOp, tool: str, args: Any) -> CallResult:
-    """`_run_one` for a call the fault plan leaves alone, the common case: the three stages
-    back to back, with no decision, no latency and no Flight. Same events, same result."""
+    """`_run_one` for a call the fault plan leaves alone, the common case: admission without
+    a decision, a Flight or a clock move, then the stages' own `run_once` and `_answer`. Same
+    events, same result."""
     state = d.state
     call_id = f"c{state.calls + 1}"
     if args is None:
@@ -896,18 +610,5 @@ def _run_plain(cx: Pipeline, d: Draft, op: CompiledOp, tool: str, args: Any) -> 
     k = state.k.get(tool, 0) + 1
     now = state.clock
     d.emit(CallStarted(seq=state.seq, at=now, call_id=call_id, tool=tool, args=jargs, k=k))
-    d.call_id = call_id
-    mark = d.mark()
-    value = text = error = None
-    try:
-        tx = cx.transaction(d)
-        value = op.run(tx, clean)  # `clean` is a new dict, the runner's to change
-        tx.commit()
-        text = _encode(value).decode()
-    except ToolCallError as exc:  # the operation's own answer (nothing was committed)
-        error = exc
-    except Exception as exc:  # as `execute` does: nothing the call wrote stays
-        d.rollback(mark)
-        value = text = None
-        error = internal_error(op.name, exc)
+    value, text, error = run_once(cx, d, op, call_id, clean)
     return _answer(d, op, call_id, jargs, k, now, None, error, value, text)

@@ -61,10 +61,10 @@ from ._results import CallResult
 
 
 class World(Protocol):
-    """What batching needs of a `World` (which is built on top of this module): its two ways
-    of running calls."""
+    """What batching needs of a world's calls (`_pipeline.Pipeline`, whose `acall` is `join`):
+    its two ways of running calls."""
 
-    def call(self, tool: str, args: Any = None, *, token: str | None = None) -> CallResult: ...
+    def call(self, tool: str, args: Any = None, token: str | None = None) -> CallResult: ...
     def call_together(self, calls: Sequence[tuple[Any, ...]]) -> list[CallResult]: ...
 
 
@@ -108,7 +108,7 @@ def _resolve(world: World, batch: _Batch) -> None:
         return
     try:
         if len(calls) == 1:  # a batch of one is a call: the pipeline's shortest way
-            results = [world.call(calls[0].tool, calls[0].args, token=calls[0].token)]
+            results = [world.call(calls[0].tool, calls[0].args, calls[0].token)]
         else:
             results = world.call_together([(p.tool, p.args, p.token) for p in calls])
     except BaseException as exc:  # a bug, not an agent error: every caller must hear of it
@@ -149,10 +149,10 @@ async def _wait(batch: _Batch, mine: _Pending) -> None:
 
 
 async def join(world: World, tool: str, args: Any = None, token: str | None = None) -> CallResult:
-    """`World.acall`: run the call together with every call in flight with it."""
+    """`World.acall` (`Pipeline.acall`): run the call together with every call in flight with it."""
     loop = _loops.current()
     if loop is None:  # driven by hand (coro.send): no loop to share with anyone
-        return world.call(tool, args, token=token)
+        return world.call(tool, args, token)
     mine = _Pending(tool, args, token)
     batch = _open.get(id(world))
     if (
@@ -166,7 +166,7 @@ async def join(world: World, tool: str, args: Any = None, token: str | None = No
             batch.done = loop.event()
         await _wait(batch, mine)
     elif loop.alone():  # no one can join: the batch would be this call alone
-        return world.call(tool, args, token=token)
+        return world.call(tool, args, token)
     else:
         batch = _open[id(world)] = _Batch(world, loop)
         batch.calls.append(mine)

@@ -18,15 +18,14 @@ import immutables
 import msgspec
 
 from .._errors import UnknownTool, unknown_tool_text
-from .._faults._injections import injection_text
-from .._spec._schema import Validator, operation_args
+from .._faults import injection_text
+from .._spec import Validator, operation_args
 from ._ops import CompiledOp
 from ._results import Tool
 
 if TYPE_CHECKING:
-    from .._faults._plan import FaultDecision
-    from .._faults._surface import ToolChange
-    from .._spec._types import WorldSpec
+    from .._faults import FaultDecision, ToolChange
+    from .._spec import WorldSpec
 
 __all__ = ["Admitted", "decide_change", "surface_op", "tool_now", "tools_now"]
 

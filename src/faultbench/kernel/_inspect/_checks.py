@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._calls._results import CallResult
+    from .._calls import CallResult
 
 __all__ = ["TraceChecks"]
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from .._store._events import (
+from .._store import (
     CallFailed,
     CallStarted,
     CallSucceeded,
@@ -31,8 +31,7 @@ from .._store._events import (
     WorldCreated,
     WorldForked,
 )
-from .._text._keys import id_order
-from .._text._show import format_key, format_value, iso_time
+from .._text import format_key, format_value, id_order, iso_time
 
 __all__ = [
     "Divergence",

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._store._events import Event, RecordCreated, RecordDeleted, RecordUpdated
-from .._text._show import format_value
+from .._store import Event, RecordCreated, RecordDeleted, RecordUpdated
+from .._text import format_value
 from ._diff import RecordChanged, RecordDiff, StateDiff, diff_tables
 from ._grade import _fold
 from ._trace import Trace
 
 if TYPE_CHECKING:
-    from .._calls._results import CallResult
+    from .._calls import CallResult
 
 __all__ = ["RunExplanation", "explain_runs"]
 

@@ -29,13 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._spec._checks import (
-    Checks,
-    Policy,
-    RecordExpectation,
-    _equal,
-)
-from .._store._events import (
+from .._spec import Checks, Policy, RecordExpectation, _equal
+from .._store import (
     CallFailed,
     CallStarted,
     CallSucceeded,
@@ -44,11 +39,11 @@ from .._store._events import (
     RecordDeleted,
     RecordUpdated,
 )
-from .._text._show import format_value
+from .._text import format_value
 from ._diff import StateDiff, diff_tables
 
 if TYPE_CHECKING:
-    from .._calls._results import CallResult
+    from .._calls import CallResult
 
 __all__ = ["Grade", "Violation", "grade"]
 

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .._faults._kinds import kind as fault_kind
-from .._faults._model import MODEL_KEY, model_kind
-from .._spec._types import WorldSpec
-from .._store._events import CallStarted, FaultInjected, ModelCalled
+from .._faults import MODEL_KEY, model_kind
+from .._faults import kind as fault_kind
+from .._spec import WorldSpec
+from .._store import CallStarted, FaultInjected, ModelCalled
 
 __all__ = ["FaultPin", "faults_received", "pin_block"]
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import msgspec
 
-from .._calls._results import CallResult
-from .._spec._checks import as_checks
-from .._store._events import (
+from .._calls import CallResult
+from .._spec import as_checks
+from .._store import (
     CallFailed,
     CallStarted,
     CallSucceeded,
@@ -41,7 +41,7 @@ from .._store._events import (
     ModelUsed,
     WorldCreated,
 )
-from .._text._show import iso_time
+from .._text import iso_time
 from ._checks import TraceChecks
 from ._diff import format_value
 from ._grade import Grade, grade

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Location
-from .._spec._types import AuthSpec, FieldSpec, OperationSpec, RecordSpec
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
+from .._spec import AuthSpec, FieldSpec, OperationSpec, RecordSpec
+from .._text import did_you_mean, one_of, short_repr
 from ._yaml import Document, Position
 
 

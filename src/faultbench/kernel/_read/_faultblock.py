@@ -10,22 +10,28 @@ block `parse_faults` accepts).
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._errors import Location
-from .._faults._injections import TEMPLATES
-from .._faults._kinds import ERROR_KINDS, ERROR_OPTIONS, FEED_KINDS, kinds_with_option
-from .._faults._kinds import kind as fault_kind
-from .._faults._lies import CHANGES
-from .._faults._model import MODEL_KEY
-from .._faults._rules import merged_rule
-from .._faults._surface import SURFACE_KINDS
-from .._faults._types import ErrorRule, FaultRule, Latency, RateLimit
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
+from .._faults import (
+    CHANGES,
+    ERROR_KINDS,
+    ERROR_OPTIONS,
+    FEED_KINDS,
+    MODEL_KEY,
+    SURFACE_KINDS,
+    TEMPLATES,
+    ErrorRule,
+    FaultRule,
+    Latency,
+    RateLimit,
+    kinds_with_option,
+    merged_rule,
+)
+from .._faults import kind as fault_kind
+from .._text import did_you_mean, one_of, short_repr
+from ._durations import MAX_DURATION_S, parse_duration, render_duration
 from ._modelblock import parse_model_rule
 from ._yaml import Document
 
@@ -35,38 +41,6 @@ MAX_PAYLOAD = 10_000
 #: the most a whole-number option (`times`: extra applications of a `duplicate` write) may
 #: be; each one is an event, so keep it small
 MAX_TIMES = 100
-
-# ---------------------------------------------------------------------------------------------
-# Durations
-# ---------------------------------------------------------------------------------------------
-
-_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-MAX_DURATION_S = 10 * 365 * 86400.0
-DURATION_HELP = "expected a number of seconds or a number with a unit: 500ms, 30s, 5m, 2h or 1d"
-
-
-def parse_duration(text: str | int | float) -> float:
-    """Seconds in a duration: `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`; a bare number is
-    seconds. Raises ValueError for anything else, negative and non-finite values included."""
-    if isinstance(text, bool):
-        raise ValueError(f"invalid duration {short_repr(text)}; {DURATION_HELP}")
-    if isinstance(text, int | float):
-        try:
-            seconds = float(text)
-        except OverflowError:  # an int beyond any float
-            seconds = math.inf if text > 0 else -math.inf
-    else:
-        match = _DURATION.fullmatch(text) if isinstance(text, str) else None
-        if match is None:
-            raise ValueError(f"invalid duration {short_repr(text)}; {DURATION_HELP}")
-        seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
-    # A virtual clock cannot move by inf or NaN; ten years is more than any fault needs.
-    if not 0 <= seconds <= MAX_DURATION_S:
-        why = "negative" if seconds < 0 else "not a number" if seconds != seconds else "over 3650d"
-        raise ValueError(f"invalid duration {short_repr(text)}: {why}; {DURATION_HELP}")
-    return seconds
-
 
 # ---------------------------------------------------------------------------------------------
 # Parsing one faults block
@@ -652,19 +626,6 @@ def _render_error(e: ErrorRule, *, with_p: bool) -> Any:
     if not options:
         return _whole(e.p) if with_p else e.kind
     return {"p": _whole(e.p), **options} if with_p else {"kind": e.kind, **options}
-
-
-def render_duration(seconds: float) -> str | float | int:
-    """`seconds` as the duration text a person would write (`"2h"`, `"90s"`, `"500ms"`) when
-    one reads back exactly, else the number of seconds."""
-    for unit in ("d", "h", "m", "s", "ms"):
-        count = seconds / _UNIT_S[unit]
-        if count >= 1 and count.is_integer():
-            text = f"{int(count)}{unit}"
-            if parse_duration(text) == seconds:
-                return text
-    plain: str | float | int = _whole(seconds)
-    return plain
 
 
 def _text_option(opt: str, value: Any) -> str | None:

@@ -16,10 +16,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .._errors import Location
-from .._faults._model import MODEL_KIND_NAMES, model_kind
-from .._faults._types import ErrorRule, FaultRule, Latency
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
+from .._faults import MODEL_KIND_NAMES, ErrorRule, FaultRule, Latency, model_kind
+from .._text import did_you_mean, one_of, short_repr
 from ._yaml import Document
 
 

@@ -16,9 +16,8 @@ from typing import Any
 import msgspec
 
 from .._errors import Location
-from .._spec._nested import NestedError, conform
-from .._spec._types import FieldSpec
-from .._text._show import short_repr
+from .._spec import FieldSpec, NestedError, conform
+from .._text import short_repr
 from ._base import _LoaderBase
 
 NESTED_KEYS = ("object", "list", "optional", "default", "description")

@@ -11,10 +11,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .._spec._handlers import HandlerProblem, handler_description, handler_params, resolve_handler
-from .._spec._types import OperationSpec, ParamSpec
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
+from .._spec import (
+    HandlerProblem,
+    OperationSpec,
+    ParamSpec,
+    handler_description,
+    handler_params,
+    resolve_handler,
+)
+from .._text import did_you_mean, one_of, short_repr
 from ._features._auth import _AuthLoader
 from ._features._effects import _EffectsLoader
 from ._features._lists import _ListsLoader

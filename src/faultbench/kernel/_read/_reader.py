@@ -32,26 +32,26 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import SourceError, WorldFileError
-from .._faults._rules import merged_rule
-from .._faults._types import FaultRule
-from .._spec._checks import CHECK_KEYS, Checks, parse_checks
-from .._spec._fieldtypes import _to_datetime
-from .._spec._schema import operation_args
-from .._spec._types import (
+from .._faults import FaultRule, merged_rule
+from .._spec import (
+    CHECK_KEYS,
     DEFAULT_CLOCK_START,
+    Checks,
     OperationSpec,
     RecordSpec,
     SeedPlan,
     ServiceSpec,
     WebhookSpec,
     WorldSpec,
+    _to_datetime,
+    operation_args,
+    parse_checks,
 )
-from .._text._names import did_you_mean
-from .._text._show import short_repr
+from .._text import did_you_mean, short_repr
+from ._durations import parse_duration
 from ._faultblock import (
     _RuleParser,
     check_merged_probabilities,
-    parse_duration,
     render_faults,
 )
 from ._features._webhooks import WEBHOOKS_TARGET, _WebhooksLoader

@@ -15,10 +15,16 @@ from typing import Any
 import msgspec
 
 from .._errors import Location
-from .._spec._fieldtypes import TYPE_HELP, _coerce, _expected, _parse_type
-from .._spec._types import WORLD_ATTRIBUTES, FieldSpec, RecordSpec
-from .._text._names import did_you_mean, one_of, plural
-from .._text._show import short_repr
+from .._spec import (
+    TYPE_HELP,
+    WORLD_ATTRIBUTES,
+    FieldSpec,
+    RecordSpec,
+    _coerce,
+    _expected,
+    _parse_type,
+)
+from .._text import did_you_mean, one_of, plural, short_repr
 from ._nested import _NestedLoader, is_nested
 
 SERVICE_KEYS = ("records", "seed", "operations", "description")

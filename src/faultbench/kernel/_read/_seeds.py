@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._spec._fieldtypes import _coerce, _expected
-from .._spec._nested import NestedError, conform, ref_targets
-from .._spec._rows import plan_ids
-from .._spec._types import SeedPlan
-from .._text._keys import id_order
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
+from .._spec import NestedError, SeedPlan, _coerce, _expected, conform, plan_ids, ref_targets
+from .._text import did_you_mean, id_order, one_of, short_repr
 from ._base import _LoaderBase
 
 #: seed rows per record; a slip of the keyboard (`count: 10000000000`) must not hang a load

@@ -32,7 +32,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from .._errors import SourceError, WorldFileError
-from .._text._show import short_repr
+from .._text import short_repr
 
 Position = tuple[int, int]  # 1-based line, column
 

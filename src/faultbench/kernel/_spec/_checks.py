@@ -26,8 +26,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from .._text._names import did_you_mean, one_of
-from .._text._show import format_value, short_repr
+from .._text import did_you_mean, format_value, one_of, short_repr
 
 __all__ = [
     "ArgCondition",

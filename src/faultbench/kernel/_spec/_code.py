@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from .._text._names import did_you_mean
+from .._text import did_you_mean
 from ._handlers import HandlerProblem, handler_description, handler_params
 from ._types import DEFAULT_CLOCK_START, OperationSpec, ServiceSpec, WorldSpec
 

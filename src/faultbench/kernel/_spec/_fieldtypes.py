@@ -13,9 +13,7 @@ import re
 from datetime import date, datetime
 from typing import Any
 
-from .._text._names import did_you_mean, one_of
-from .._text._show import short_repr
-from .._text._utc import to_utc
+from .._text import did_you_mean, one_of, short_repr, to_utc
 from ._nested import NestedError, conform, describe
 from ._schema import INT_MAX, INT_MIN
 from ._types import FieldSpec

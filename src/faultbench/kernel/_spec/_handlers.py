@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._text._names import did_you_mean
+from .._text import did_you_mean
 from ._types import ParamSpec
 
 SIGNATURE_HELP = (

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from .._text._show import show_value
-from .._text._utc import to_utc
+from .._text import show_value, to_utc
 from ._types import FieldSpec
 
 #: Integers a record or an argument may hold: a signed 64-bit range, as real services (and

@@ -19,8 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from .._text._keys import id_order
-from .._text._names import plural
+from .._text import id_order, plural
 from ._types import FieldSpec, RecordSpec, SeedPlan, WorldSpec
 
 _T = TypeVar("_T")

@@ -18,8 +18,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from .._errors import InvalidArguments
-from .._text._names import closest
-from .._text._show import SHOW_MAX, show_name, show_value
+from .._text import SHOW_MAX, closest, show_name, show_value
 from ._lists import OP_TEXT, arg_name, is_rich, list_description
 from ._nested import INT_MAX as INT_MAX
 from ._nested import INT_MIN as INT_MIN

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._errors import Location
-from .._faults._types import FaultRule
+from .._faults import FaultRule
 from ._checks import Checks
 
 FieldKind = Literal[

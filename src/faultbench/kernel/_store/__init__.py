@@ -1,1 +1,107 @@
-"""A world's state and its log: events, the pure reducer, indexes, the persistent log, the book that owns both, tables and the virtual clock."""
+"""A world's state and its log: events, the pure reducer, indexes, the persistent log, the book that owns both, tables and the virtual clock.
+
+The stage's face: what the other stages (and the kernel's two doors) use from it, imported from
+here and never from a module inside the stage (tests/test_layout.py checks it)."""
+
+from ._book import Book, Draft
+from ._clock import VirtualClock
+from ._events import (
+    AnyEvent,
+    AuthChecked,
+    CallFailed,
+    CallStarted,
+    CallSucceeded,
+    ClockAdvanced,
+    EffectFired,
+    EffectScheduled,
+    Event,
+    FaultInjected,
+    FaultsChanged,
+    IdempotencyKeyRecorded,
+    IdempotentRetryAnswered,
+    LogRewound,
+    ModelCalled,
+    ModelUsed,
+    RecordCreated,
+    RecordDeleted,
+    RecordUpdated,
+    TokenExpired,
+    TokenIssued,
+    TokenRefreshed,
+    TokenRevoked,
+    WebhookAttempted,
+    WorldCreated,
+    WorldForked,
+    add_log_line,
+    decode_events,
+    encode_events,
+)
+from ._incall import ToolCharges, charging, running_call
+from ._indexes import IdSet, index_fields, with_indexes
+from ._later import Store, due_at, fire_due, move_clock, schedule_change
+from ._log import Cut, EventLog
+from ._reducer import apply
+from ._sorted import ID, TOP, KeySet, entry, field_value, key_of
+from ._state import Settings, State
+from ._tables import Record, Table, check_value, table_of
+
+__all__ = [
+    "ID",
+    "TOP",
+    "AnyEvent",
+    "AuthChecked",
+    "Book",
+    "CallFailed",
+    "CallStarted",
+    "CallSucceeded",
+    "ClockAdvanced",
+    "Cut",
+    "Draft",
+    "EffectFired",
+    "EffectScheduled",
+    "Event",
+    "EventLog",
+    "FaultInjected",
+    "FaultsChanged",
+    "IdSet",
+    "IdempotencyKeyRecorded",
+    "IdempotentRetryAnswered",
+    "KeySet",
+    "LogRewound",
+    "ModelCalled",
+    "ModelUsed",
+    "Record",
+    "RecordCreated",
+    "RecordDeleted",
+    "RecordUpdated",
+    "Settings",
+    "State",
+    "Store",
+    "Table",
+    "TokenExpired",
+    "TokenIssued",
+    "TokenRefreshed",
+    "TokenRevoked",
+    "ToolCharges",
+    "VirtualClock",
+    "WebhookAttempted",
+    "WorldCreated",
+    "WorldForked",
+    "add_log_line",
+    "apply",
+    "charging",
+    "check_value",
+    "decode_events",
+    "due_at",
+    "encode_events",
+    "entry",
+    "field_value",
+    "fire_due",
+    "index_fields",
+    "key_of",
+    "move_clock",
+    "running_call",
+    "schedule_change",
+    "table_of",
+    "with_indexes",
+]

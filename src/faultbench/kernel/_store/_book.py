@@ -54,7 +54,7 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar, cast
 
-from .._faults._window import since
+from .._faults import since
 from ._events import Event
 from ._incall import running_call
 from ._log import EventLog, Segment

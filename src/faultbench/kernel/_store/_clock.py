@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from .._text._utc import to_utc
+from .._text import to_utc
 from ._book import atomic
 from ._later import move_clock
 

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import immutables
 
-from .._spec._lists import list_sorted_fields
-from .._text._keys import id_order
+from .._spec import list_sorted_fields
+from .._text import id_order
 from ._sorted import KeySet, Ranked, entry, field_value
 
 if TYPE_CHECKING:
-    from .._spec._types import WorldSpec
+    from .._spec import WorldSpec
 
 _CAP = 1024  # ids per chunk: appends fill chunks to _CAP, inserts split above 2 * _CAP
 

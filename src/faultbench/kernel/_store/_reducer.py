@@ -22,9 +22,7 @@ import immutables
 import msgspec
 
 from .._errors import ReplayError
-from .._faults._kinds import REFUSED_KINDS
-from .._faults._surface import SURFACE_KINDS, fold
-from .._faults._window import Admitted, without
+from .._faults import REFUSED_KINDS, SURFACE_KINDS, Admitted, fold, without
 from ._events import (
     AuthChecked,
     CallFailed,

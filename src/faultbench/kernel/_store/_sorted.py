@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from itertools import accumulate, chain
 from typing import Any
 
-from .._text._keys import id_order
+from .._text import id_order
 
 _CAP = 1024  # entries per chunk, as for IdSet
 

@@ -33,8 +33,7 @@ from typing import Any
 import immutables
 import msgspec
 
-from .._faults._surface import ToolChange, surface_digest_items
-from .._faults._window import Admitted
+from .._faults import Admitted, ToolChange, surface_digest_items
 from ._indexes import TableIndex
 
 _MOD = 1 << 256

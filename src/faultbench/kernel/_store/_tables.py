@@ -14,18 +14,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._errors import RecordError, RecordNotFound
-from .._spec._nested import NestedError, conform, merge
-from .._spec._schema import INT_MAX, INT_MIN, describe_field
-from .._text._keys import id_order
-from .._text._names import did_you_mean
-from .._text._show import show_value
-from .._text._utc import to_utc
+from .._spec import INT_MAX, INT_MIN, NestedError, conform, describe_field, merge
+from .._text import did_you_mean, id_order, show_value, to_utc
 from ._book import atomic
 from ._events import RecordCreated, RecordDeleted, RecordUpdated
 from ._indexes import IdSet, TableIndex, bucket_ids, bucket_len
 
 if TYPE_CHECKING:
-    from .._spec._types import FieldSpec, RecordSpec, WorldSpec
+    from .._spec import FieldSpec, RecordSpec, WorldSpec
     from ._book import Store
 
 

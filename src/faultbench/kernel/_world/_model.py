@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from .._faults._model import MODEL_KEY, ModelFault, decide_model
-from .._faults._plan import FaultPlan
-from .._store._book import Book, Draft
-from .._store._events import ClockAdvanced, ModelCalled, ModelUsed
+from .._faults import MODEL_KEY, FaultPlan, ModelFault, decide_model
+from .._store import Book, ClockAdvanced, Draft, ModelCalled, ModelUsed
 
 __all__ = ["log_model_call", "log_model_usage"]
 

@@ -19,12 +19,9 @@ from typing import Any
 import msgspec
 
 from .._errors import ReplayError
-from .._spec._code import tools_problem
-from .._spec._fieldtypes import _coerce
-from .._spec._nested import from_json, has_datetime
-from .._spec._types import FieldSpec, WorldSpec
-from .._store._book import Book
-from .._store._events import (
+from .._spec import FieldSpec, WorldSpec, _coerce, from_json, has_datetime, tools_problem
+from .._store import (
+    Book,
     ClockAdvanced,
     EffectScheduled,
     Event,
@@ -33,16 +30,15 @@ from .._store._events import (
     RecordCreated,
     RecordDeleted,
     RecordUpdated,
+    State,
     TokenIssued,
     WebhookAttempted,
     WorldCreated,
+    apply,
     decode_events,
     encode_events,
 )
-from .._store._reducer import apply
-from .._store._state import State
-from .._text._show import short_repr
-from .._text._utc import to_utc
+from .._text import short_repr, to_utc
 from ._webhooks import TARGET as WEBHOOKS
 from ._world import World
 
@@ -155,7 +151,7 @@ _NO_LIMIT = 2**62
 
 def _read_events(events: Any) -> list[Event]:
     if isinstance(events, str | os.PathLike):
-        from .._read._files import read_bounded
+        from .._read import read_bounded
 
         return decode_events(read_bounded(events, _NO_LIMIT))  # regular files only
     if isinstance(events, bytes | bytearray | memoryview):
@@ -279,7 +275,7 @@ def spec_for_log(path: str | os.PathLike[str], first: WorldCreated) -> WorldSpec
 def _load_checked(path: str, first: WorldCreated, strict: bool) -> WorldSpec:
     """The world file at `path`, its digest compared with the log's before it is loaded
     (loading imports its handler modules)."""
-    from .._read._reader import load_spec, read_world_file
+    from .._read import load_spec, read_world_file
 
     raw = read_world_file(path)
     digest = hashlib.sha256(raw).hexdigest()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .._store._log import EventLog
+    from .._store import EventLog
     from ._world import World
 
 

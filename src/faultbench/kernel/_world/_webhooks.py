@@ -37,13 +37,11 @@ from typing import Any
 
 import msgspec
 
-from .._calls._feed import Feed, FeedEvent
+from .._calls import Feed, FeedEvent
 from .._errors import WebhookSignatureError
-from .._faults._kinds import FEED_KINDS
-from .._faults._plan import FaultDecision, FaultPlan, FaultTarget
-from .._spec._types import WebhookSpec, WorldSpec
-from .._store._book import Book, Draft
-from .._store._events import Event, FaultInjected, WebhookAttempted
+from .._faults import FEED_KINDS, FaultDecision, FaultPlan, FaultTarget
+from .._spec import WebhookSpec, WorldSpec
+from .._store import Book, Draft, Event, FaultInjected, WebhookAttempted
 
 __all__ = [
     "SIGNATURE_HEADER",

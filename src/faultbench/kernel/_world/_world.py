@@ -20,32 +20,44 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._calls._ops import CompiledOp, compile_ops, tables_to_dict
-from .._calls._pipeline import Pipeline, parse_rules
-from .._calls._results import CallResult, Tool
-from .._calls._surface import tool_now, tools_now
+from .._calls import (
+    CallResult,
+    CompiledOp,
+    Pipeline,
+    Tool,
+    compile_ops,
+    parse_rules,
+    tables_to_dict,
+    tool_now,
+    tools_now,
+)
 from .._errors import FaultsDisabled, UnknownTool
-from .._spec._code import tool_fingerprints
-from .._spec._types import WORLD_ATTRIBUTES, WorldSpec
-from .._store._book import Book, Draft
-from .._store._clock import VirtualClock
-from .._store._events import FaultsChanged, WebhookAttempted, WorldCreated, WorldForked
-from .._store._indexes import index_fields, with_indexes
-from .._store._log import EventLog
-from .._store._reducer import apply
-from .._store._state import Settings, State
-from .._store._tables import Table, table_of
-from .._text._names import did_you_mean
-from .._text._show import iso_time
+from .._spec import WORLD_ATTRIBUTES, WorldSpec, tool_fingerprints
+from .._store import (
+    Book,
+    Draft,
+    EventLog,
+    FaultsChanged,
+    Settings,
+    State,
+    Table,
+    VirtualClock,
+    WebhookAttempted,
+    WorldCreated,
+    WorldForked,
+    apply,
+    index_fields,
+    table_of,
+    with_indexes,
+)
+from .._text import did_you_mean, iso_time
 from ._webhooks import Delivery, Webhooks
 
 if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
-    from .._faults._model import ModelFault
-    from .._faults._types import FaultRule
-    from .._inspect._diff import StateDiff
-    from .._inspect._trace import Trace
+    from .._faults import FaultRule, ModelFault
+    from .._inspect import StateDiff, Trace
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +248,7 @@ class World:
         """Change record `id` of `record` to `set` after a delay of virtual time (seconds, a
         duration such as "5m", or a timedelta); returns the effect id ("e1", ...). It fires
         when a call or `clock.advance` reaches its time (docs/WORLDS.md)."""
-        from .._calls._later import schedule
+        from .._calls import schedule
 
         self._book.refuse_own_handler("world.schedule()")
         with self._book.lock:
@@ -245,7 +257,7 @@ class World:
     @property
     def scheduled(self) -> list[dict[str, Any]]:
         """The effects waiting to fire, in firing order (effect id, due, record, id, set)."""
-        from .._calls._later import pending_effects
+        from .._calls import pending_effects
 
         return pending_effects(self._book.state)
 
@@ -274,16 +286,13 @@ class World:
         """Call a tool as an agent would. Never raises for bad input: the result says.
         Safe from several threads: calls are serialised, each one atomic (see `Book.lock`).
         `token`: the caller's access token, in a world with `auth:` (`issue_token`)."""
-        book = self._book
-        if book.busy is not None:  # a handler runs: if it is this world's own, refuse
-            book.refuse_own_handler(f"world.call({tool!r})")
         return self._pipeline.call(tool, args, token)
 
     def issue_token(self, principal: str) -> str:
         """A new access token for `principal` of the world's `auth:` block, valid for its
         `token_ttl` of virtual time (a `TokenIssued` event). Raises ValueError for a world
         without `auth:` or a principal it does not declare."""
-        from .._calls._auth import issue
+        from .._calls import issue
 
         book = self._book
         book.refuse_own_handler("world.issue_token()")
@@ -310,9 +319,7 @@ class World:
     ) -> CallResult:
         """`call` from async code (trio or asyncio): calls made concurrently form one batch,
         as `call_together` runs it (see docs/FAULTS.md, "Concurrent calls")."""
-        from .._calls._schedule import join
-
-        return await join(self, tool, args, token)
+        return await self._pipeline.acall(tool, args, token)
 
     def set_faults(self, rules: Any) -> None:
         """Replace the fault rules at run time: a `faults:` block as YAML text or plain
@@ -336,7 +343,7 @@ class World:
                 "(and set_faults({}) to start without rules), or set them on "
                 "world.fork(faults=True)."
             )
-        from .._read._reader import render_faults
+        from .._read import render_faults
 
         block = _as_logged(render_faults(parsed))
         state = self._book.state
@@ -443,7 +450,7 @@ class World:
     @property
     def trace(self) -> Trace:
         """The calls of this world, rebuilt from its log (`count`, `calls_to`, `faults`...)."""
-        from .._inspect._trace import Trace
+        from .._inspect import Trace
 
         # Trace.follow reads only the events added since the last trace of this log.
         with self._book.lock:
@@ -526,7 +533,7 @@ class World:
 
     def diff(self, other: World | Snapshot) -> StateDiff:
         """What changed from `other` to this world: added / removed / changed records."""
-        from .._inspect._diff import diff_tables
+        from .._inspect import diff_tables
 
         if isinstance(other, World):
             other = other.snapshot()
@@ -590,7 +597,7 @@ def _as_logged(value: Any) -> Any:
 
 
 def _seed_rows(spec: WorldSpec, seed: int) -> dict[str, list[dict[str, Any]]]:
-    from .._spec._rows import generate_rows  # lazily: only worlds being created need it
+    from .._spec import generate_rows  # lazily: only worlds being created need it
 
     return generate_rows(spec, seed)
 
@@ -668,6 +675,6 @@ def load_world(
 ) -> World:
     """Load a world file and start a world: `seed` defaults to the file's, `run` selects the
     fault decisions, `faults=False` turns the fault plan off."""
-    from .._read._reader import load_spec
+    from .._read import load_spec
 
     return World.from_spec(load_spec(path), seed=seed, run=run, faults=faults)

@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..._spec._types import AUTH_SERVICE, REFRESH_TOOL, AuthSpec
-from ..._text._names import did_you_mean, one_of
-from ..._text._show import short_repr
+from ..._spec import AUTH_SERVICE, REFRESH_TOOL, AuthSpec
+from ..._text import did_you_mean, one_of, short_repr
 from .._base import _LoaderBase
 from ._writes import positive_duration
 

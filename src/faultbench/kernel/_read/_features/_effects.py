@@ -18,12 +18,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..._spec._fieldtypes import _coerce, _expected
-from ..._spec._types import BranchSpec, FeedSpec, OperationSpec, ThenSpec
-from ..._text._names import did_you_mean, one_of
-from ..._text._show import short_repr
+from ..._spec import BranchSpec, FeedSpec, OperationSpec, ThenSpec, _coerce, _expected
+from ..._text import did_you_mean, one_of, short_repr
 from .._base import _LoaderBase
-from .._faultblock import parse_duration
+from .._durations import parse_duration
 
 THEN_KEYS = ("after", "set", "or")
 BRANCH_KEYS = ("p", "set")

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._spec._lists import (
+from ..._spec import (
     OPERATORS,
     OPERATORS_FOR,
     PAGE_ARGS,
     RESERVED_ARGS,
+    PageSpec,
     arg_name,
     sort_key,
 )
-from ..._spec._types import PageSpec
-from ..._text._names import did_you_mean, one_of
-from ..._text._show import short_repr
+from ..._text import did_you_mean, one_of, short_repr
 from .._base import _LoaderBase
 
 PAGE_KEYS = ("style", "size", "max_size")

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..._spec._types import FeedSpec, WebhookSpec
-from ..._text._names import did_you_mean, one_of
-from ..._text._show import short_repr
+from ..._spec import FeedSpec, WebhookSpec
+from ..._text import did_you_mean, one_of, short_repr
 from .._base import _LoaderBase
 from ._writes import positive_duration
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..._spec._types import IdempotencySpec
-from ..._text._show import short_repr
+from ..._spec import IdempotencySpec
+from ..._text import short_repr
 from .._base import _LoaderBase
-from .._faultblock import DURATION_HELP, parse_duration
+from .._durations import DURATION_HELP, parse_duration
 
 IDEMPOTENCY_KEYS = ("key", "window")
 #: how long a key is remembered when `window:` is left out (Stripe keeps keys for 24 hours)

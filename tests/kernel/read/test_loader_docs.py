@@ -12,7 +12,7 @@ import pytest
 from faultbench.kernel import WorldFileError
 from faultbench.kernel.lowlevel import load_spec
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "WORLDS.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "WORLDS.md"
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
 
 

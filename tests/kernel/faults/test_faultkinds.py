@@ -27,7 +27,7 @@ from faultbench.kernel._faults._kinds import (
 )
 from faultbench.kernel._read._reader import load_spec, parse_faults, render_faults
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHOP_PATH = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
 #: the shop world plus an update operation, for the kinds that only happen to one (conflict),
 #: a list with pages, for the page kinds, and an event feed, so the feed's kinds have a
@@ -233,7 +233,7 @@ def test_every_kind_executes_as_its_record_says(k):
 
 
 def test_the_pipeline_executes_every_effect_the_registry_names():
-    from faultbench.kernel._calls import _pipeline
+    from faultbench.kernel._calls import _effects
     from faultbench.kernel._faults._kinds import EFFECTS
 
-    assert set(_pipeline._EFFECTS) == set(EFFECTS)
+    assert set(_effects.EFFECTS) == set(EFFECTS)

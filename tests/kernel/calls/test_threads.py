@@ -17,7 +17,7 @@ from pathlib import Path
 import faultbench
 from faultbench import CallStarted, encode_events
 
-SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
+SHOP = Path(__file__).resolve().parents[3] / "examples" / "shop" / "worlds" / "shop.yaml"
 THREADS, CALLS = 8, 250
 
 

@@ -10,7 +10,7 @@ import faultbench
 from faultbench.kernel import ModelCalled, ModelUsed, WorldFileError, replay
 from faultbench.kernel.lowlevel import MODEL_KINDS, faults_received, pin_block
 
-SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
+SHOP = Path(__file__).resolve().parents[3] / "examples" / "shop" / "worlds" / "shop.yaml"
 
 RULE = {
     "latency_ms": [100, 900],

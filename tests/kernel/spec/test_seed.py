@@ -15,7 +15,7 @@ import msgspec
 
 from faultbench.kernel.lowlevel import generate_rows, load_spec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHOP = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
 
 WORLD = """\

@@ -23,9 +23,10 @@ import trio
 
 import faultbench
 from faultbench.kernel import World, encode_events
+from faultbench.kernel._calls import Pipeline
 from faultbench.kernel.lowlevel import load_spec
 
-SPEC = load_spec(Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml")
+SPEC = load_spec(Path(__file__).resolve().parents[2] / "worlds" / "faults.yaml")
 SRC = Path(faultbench.__file__).resolve().parent
 LIMIT_S = 10  # real seconds; every run here takes milliseconds
 
@@ -438,7 +439,7 @@ def test_a_bug_while_running_a_batch_reaches_every_caller(runner, monkeypatch):
     def broken(self, calls):
         raise Bug("call_together")
 
-    monkeypatch.setattr(World, "call_together", broken)
+    monkeypatch.setattr(Pipeline, "call_together", broken)  # the batch runs in the pipeline
     with pytest.raises(BaseException) as info:
         runner(fresh(), [(0, tool, args) for tool, args in CALLS[:3]])
     found = leaves(info.value)

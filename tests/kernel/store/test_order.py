@@ -26,7 +26,7 @@ from faultbench.kernel._faults._window import older_by, wait
 from faultbench.kernel._store._indexes import IdSet, id_order
 from faultbench.kernel._store._sorted import TOP, KeySet, entry
 
-from .conftest import make_shop_spec
+from ..conftest import make_shop_spec
 
 IDS = ["1", "2", "9", "10", "010", "0", "a", "b10", "B", "100", "11"]
 

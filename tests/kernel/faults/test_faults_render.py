@@ -16,12 +16,12 @@ from faultbench.kernel._faults._injections import TEMPLATES
 from faultbench.kernel._faults._kinds import ERROR_KINDS, KINDS, kinds_with_option
 from faultbench.kernel._faults._kinds import kind as fault_kind
 from faultbench.kernel._faults._lies import CHANGES
-from faultbench.kernel._read._faultblock import render_duration
+from faultbench.kernel._read._durations import render_duration
 from faultbench.kernel.lowlevel import load_spec, parse_faults, render_faults
 
 from .test_faults_docs import yaml_blocks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORLD_FILES = sorted(
     [
         *ROOT.glob("tests/worlds/*.yaml"),
@@ -168,7 +168,7 @@ _OPTIONS = {
 
 
 #: options that name the world's tools and arguments, valid only against them (the surface
-#: kinds'; tests/kernel/test_surface.py checks them): not drawn as free text
+#: kinds'; tests/kernel/calls/test_surface.py checks them): not drawn as free text
 _NAMING = {"tool", "arg", "to"}
 
 

@@ -16,7 +16,7 @@ from faultbench.kernel._read._reader import merged_rule
 from faultbench.kernel._spec._types import DEFAULT_CLOCK_START
 from faultbench.kernel.lowlevel import load_spec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORLDS = ROOT / "tests" / "worlds"
 
 # Exactly as written in issue 2 and the README.

@@ -195,7 +195,7 @@ def test_bad_bounds_and_worlds_with_a_feed_are_refused():
 
 
 def test_a_world_with_an_events_feed_cannot_keep_a_window():
-    from tests.kernel.test_feed import fresh
+    from tests.kernel.calls.test_feed import fresh
 
     world = fresh()
     with pytest.raises(ValueError, match="events: feed"):

@@ -21,7 +21,7 @@ from faultbench.kernel import (
 )
 from faultbench.kernel._spec._types import WORLD_ATTRIBUTES
 
-from .conftest import T0
+from ..conftest import T0
 
 
 def test_log_starts_with_world_created_then_seed_rows(world, spec):
@@ -192,7 +192,7 @@ def test_snapshot_is_unaffected_by_later_writes(world):
 
 
 def test_restore_and_fork_reject_foreign_snapshots(world, spec):
-    from .conftest import make_shop_spec
+    from ..conftest import make_shop_spec
 
     other = World.from_spec(make_shop_spec(digest="other"))
     for use in (world.restore, world.fork):

@@ -238,7 +238,7 @@ def test_worlds_without_the_key_log_and_hash_exactly_as_before_it_existed(tmp_pa
         sys.stdout.write(w.state_hash() + "\\n" + encode_events(w.events).decode())
         """
     )
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     base = tmp_path / "base"
     base.mkdir()
     archive = subprocess.run(

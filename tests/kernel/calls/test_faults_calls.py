@@ -17,7 +17,7 @@ import pytest
 from faultbench.kernel import World, WorldFileError, decode_events, encode_events, replay
 from faultbench.kernel.lowlevel import load_spec
 
-WORLD = Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml"
+WORLD = Path(__file__).resolve().parents[2] / "worlds" / "faults.yaml"
 SPEC = load_spec(WORLD)
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 REFUND = {"order_id": "1", "amount": 5.0}
@@ -433,8 +433,8 @@ def test_same_world_seed_run_and_calls_give_byte_identical_logs_in_fresh_process
     script = textwrap.dedent(
         f"""
         import hashlib, sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-        from tests.kernel.test_faults_calls import FLAKY, agent_session, shop
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[3])!r})
+        from tests.kernel.calls.test_faults_calls import FLAKY, agent_session, shop
         from faultbench.kernel import encode_events
         world = shop(FLAKY, run=5)
         agent_session(world)

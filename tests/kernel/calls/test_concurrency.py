@@ -23,7 +23,7 @@ from faultbench.kernel import (
 )
 from faultbench.kernel.lowlevel import load_spec
 
-SPEC = load_spec(Path(__file__).resolve().parents[1] / "worlds" / "faults.yaml")
+SPEC = load_spec(Path(__file__).resolve().parents[2] / "worlds" / "faults.yaml")
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
 RULES = {

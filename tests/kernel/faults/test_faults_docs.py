@@ -11,7 +11,7 @@ from faultbench.kernel._faults._kinds import ERROR_KINDS
 from faultbench.kernel._faults._plan import FaultPlan
 from faultbench.kernel.lowlevel import load_spec, parse_faults
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "FAULTS.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "FAULTS.md"
 FENCE = re.compile(r"^```yaml[^\n]*\n(.*?)^```", re.S | re.M)
 
 

@@ -13,7 +13,7 @@ import faultbench
 from faultbench.kernel import WorldFileError, decode_events, encode_events
 from faultbench.kernel.lowlevel import load_spec
 
-WORLDS = Path(__file__).parent.parent / "worlds"
+WORLDS = Path(__file__).parents[2] / "worlds"
 
 ALIAS_BOMB = """\
 name: bomb

@@ -10,7 +10,7 @@ import pytest
 import faultbench
 from faultbench import Checks, Policy
 
-WORLD = Path(__file__).parents[1] / "testing" / "worlds" / "refund.yaml"
+WORLD = Path(__file__).parents[2] / "testing" / "worlds" / "refund.yaml"
 
 TIMEOUT_AFTER_COMMIT = {"payments.issue_refund": {"script": {1: "timeout"}}}
 

@@ -19,7 +19,7 @@ from faultbench.kernel import (
 )
 from faultbench.kernel._read._reader import render_faults
 
-from .conftest import make_shop_spec
+from ..conftest import make_shop_spec
 
 
 def _roundtrip(spec, world):
@@ -273,7 +273,7 @@ def test_replay_of_the_example_shop_from_its_path(tmp_path):
 
     from faultbench.kernel import load_world
 
-    path = Path(__file__).parents[2] / "examples" / "shop" / "worlds" / "shop.yaml"
+    path = Path(__file__).parents[3] / "examples" / "shop" / "worlds" / "shop.yaml"
     world = load_world(path, faults=False)
     world.call("list_orders", {"status": "delivered"})
     delivered = world.orders.pick(status="delivered")
@@ -295,7 +295,7 @@ def test_state_hash_is_the_same_in_every_process():
     import subprocess
     import sys
 
-    from .conftest import WORLD_FILE
+    from ..conftest import WORLD_FILE
 
     session = (
         "from faultbench.kernel import load_world\n"

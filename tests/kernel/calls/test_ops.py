@@ -16,7 +16,7 @@ from faultbench.kernel import (
     RecordUpdated,
 )
 
-from .conftest import T0
+from ..conftest import T0
 
 # --- built-in operations ---------------------------------------------------------------------
 
@@ -652,7 +652,7 @@ def test_handlers_cannot_reach_around_their_transaction(edges, tool, message):
 def _world_files():
     from pathlib import Path
 
-    root = Path(__file__).parents[2]
+    root = Path(__file__).parents[3]
     return sorted(
         [
             *(root / "tests" / "worlds").glob("*.yaml"),
