@@ -101,6 +101,10 @@ LOWLEVEL_NAMES = {
     "SURFACE_KINDS",
     "FaultKind",
     "fault_kind",
+    # what a shell answers for a kind (REST's status and headers; a model API's status)
+    "http_status",
+    "fault_headers",
+    "model_kind",
     "load_spec",
     "parse_faults",
     "render_faults",

@@ -22,10 +22,13 @@ from ._faults._inject import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._faults._inject import InjectionPlan as InjectionPlan
 from ._faults._kinds import KINDS as FAULT_KINDS
 from ._faults._kinds import FaultKind as FaultKind
+from ._faults._kinds import answer_headers as fault_headers
+from ._faults._kinds import http_status as http_status
 from ._faults._kinds import kind as fault_kind
 from ._faults._model import MODEL_KINDS as MODEL_KINDS
 from ._faults._model import ModelFault as ModelFault
 from ._faults._model import ModelKind as ModelKind
+from ._faults._model import model_kind as model_kind
 from ._faults._plan import effective_rule as effective_rule
 from ._faults._surface import SURFACE_KINDS as SURFACE_KINDS
 from ._inspect._diff import format_event as format_event
@@ -105,15 +108,18 @@ __all__ = [
     "effective_rule",
     "empty_spec",
     "explain_runs",
+    "fault_headers",
     "fault_kind",
     "faults_received",
     "format_event",
     "format_value",
     "generate_rows",
+    "http_status",
     "id_order",
     "iso_time",
     "keep_events",
     "load_spec",
+    "model_kind",
     "note_agent_call",
     "operation_args",
     "parse_duration",
