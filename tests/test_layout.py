@@ -95,7 +95,8 @@ def test_src_has_no_import_circle():
 
 
 def test_no_folder_is_a_pile():
-    # a folder of more than a dozen modules is a stage waiting to be split (STYLE.md, 17)
+    # a folder of more than a dozen modules is a stage waiting to be split
+    # (docs/ARCHITECTURE.md, "Where does a change go")
     for folder in sorted({p.parent for p in PACKAGE.rglob("*.py")}):
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         assert len(modules) <= 13, f"{folder.relative_to(SRC)} holds {len(modules)} modules"

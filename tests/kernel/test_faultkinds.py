@@ -1,4 +1,4 @@
-"""The fault-kind registry (`_faultkinds.KINDS`): every kind in it is documented, parses and
+"""The fault-kind registry (`_faults/_kinds.KINDS`): every kind in it is documented, parses and
 renders back, shows in `faultbench check` and executes as its record says.
 
 The tests walk the registry, not a list written here, so a kind added to it without docs,

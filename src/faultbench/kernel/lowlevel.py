@@ -1,12 +1,12 @@
 """The kernel's second door: what faultbench's shells, and libraries built like them, need
 beyond the user API of `faultbench.kernel`.
 
-`faultbench.kernel` (and `faultbench`) export the API of DESIGN.md: worlds, tables, events,
-traces, replay and errors. The serve, testing and command shells also read world files without
+`faultbench.kernel` (and `faultbench`) export the user API: worlds, tables, events, traces,
+replay and errors. The serve, testing and command shells also read world files without
 building a world, walk the fault registry, render values the way messages do, and read a run's
 faults back from its log; those names live here, as trio keeps `trio.lowlevel` apart from
-`trio`. They are public and documented in docs/ARCHITECTURE.md, but they move faster than
-the user API: a shell imports them from here and from nowhere else (import-linter checks it).
+`trio`. They are public and listed in docs/API.md ("faultbench.kernel.lowlevel"), but they move
+faster than the user API: a shell imports them from here and from nowhere else (import-linter checks it).
 
 The world-file readers (`load_spec`, `parse_faults`, `render_faults`, `parse_duration`) are
 imported on first use: their module imports pyyaml, which `import faultbench` does not pay for.

@@ -505,7 +505,7 @@ def _execute(cx: Pipeline, d: Draft, flight: Flight) -> None:
         flight.error = exc
 
 
-# One executor per effect of `_faultkinds.EFFECTS` (a test checks they match): how a fault of
+# One executor per effect of `_faults/_kinds.EFFECTS` (a test checks they match): how a fault of
 # that effect changes what the call does and what the agent reads.
 
 
