@@ -97,8 +97,10 @@ def test_a_fault_answers_the_status_and_headers_of_the_kernels_registry(tmp_path
         + "    script: {1: {kind: http_429, retry_after_s: 2.5}, 2: http_503}\n"
     )
     (tmp_path / "things_handlers.py").write_text(imported.handlers)
-    with serve_in_thread(load_world(world_file), rest=True) as url:
-        http = httpx.Client(base_url=url.removesuffix("/mcp"))
+    with (
+        serve_in_thread(load_world(world_file), rest=True) as url,
+        httpx.Client(base_url=url.removesuffix("/mcp")) as http,
+    ):
         limited = http.get("/v1/things")
         unavailable = http.get("/v1/things")
         fine = http.get("/v1/things")
