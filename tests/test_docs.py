@@ -63,6 +63,13 @@ def test_python_examples_run(doc: Path, capsys):
     capsys.readouterr()
 
 
+def test_readme_links_every_doc():
+    readme = (ROOT / "README.md").read_text()
+    docs = [f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md"))]
+    linked = set(re.findall(r"\]\(([^)#]+)\)", readme))
+    assert [d for d in [*docs, "SECURITY.md", "CHANGELOG.md"] if d not in linked] == []
+
+
 def test_readme_names_the_two_commands():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Two commands\n", 1)[1].split("\n## ", 1)[0]

@@ -129,7 +129,8 @@ def test_every_stage_face_names_what_it_exports():
 
 
 def test_no_folder_is_a_pile():
-    # a folder of more than a dozen modules is a stage waiting to be split (STYLE.md, 17)
+    # a folder of more than a dozen modules is a stage waiting to be split
+    # (docs/ARCHITECTURE.md, "Where does a change go")
     for folder in sorted({p.parent for p in PACKAGE.rglob("*.py")}):
         modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
         assert len(modules) <= 13, f"{folder.relative_to(SRC)} holds {len(modules)} modules"

@@ -82,6 +82,35 @@ def test_a_timeout_after_commit_is_a_504_and_the_write_is_there(things_world):
     assert [c.tool for c in things_world.trace.calls_to("create_thing")] == ["create_thing"] * 3
 
 
+def test_a_fault_answers_the_status_and_headers_of_the_kernels_registry(tmp_path):
+    # the registry (`FaultKind.status`, `.headers`) is what REST answers: a 429's
+    # Retry-After in whole seconds, rounded up from the rule's retry_after_s
+    from faultbench.importers import import_openapi
+
+    spec = tmp_path / "things.json"
+    spec.write_text(json.dumps(THINGS))
+    imported = import_openapi(spec, handlers_module="things_handlers")
+    world_file = tmp_path / "things.yaml"
+    world_file.write_text(
+        imported.world
+        + "faults:\n  things.list_things:\n"
+        + "    script: {1: {kind: http_429, retry_after_s: 2.5}, 2: http_503}\n"
+    )
+    (tmp_path / "things_handlers.py").write_text(imported.handlers)
+    with (
+        serve_in_thread(load_world(world_file), rest=True) as url,
+        httpx.Client(base_url=url.removesuffix("/mcp")) as http,
+    ):
+        limited = http.get("/v1/things")
+        unavailable = http.get("/v1/things")
+        fine = http.get("/v1/things")
+    assert (limited.status_code, limited.headers["retry-after"]) == (429, "3")
+    assert limited.headers["x-faultbench-fault"] == "http_429"
+    assert unavailable.status_code == 503
+    assert "retry-after" not in unavailable.headers
+    assert fine.status_code == 200
+
+
 def test_nested_form_keys_become_nested_values():
     from faultbench.serve._rest import nest
 

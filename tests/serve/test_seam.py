@@ -1,13 +1,18 @@
 """One seam for calls: whatever face a call comes through (in-process MCP, the direct path of
-`run_agent(mcp=world)`, stdio, streamable HTTP at either protocol era, `--rest`), it goes
-through `WorldCalls.settle`, so an `after_call` hook sees every one of them, with the result
-the caller got."""
+`run_agent(mcp=world)`, stdio, streamable HTTP at either protocol era, `--rest`, the OpenEnv
+server's WebSocket), it goes through `WorldCalls.settle`, so an `after_call` hook sees every
+one of them, with the result the caller got."""
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import mcp
@@ -16,7 +21,7 @@ from mcp import StdioServerParameters
 
 from faultbench.kernel import CallResult, World
 from faultbench.kernel.lowlevel import load_spec
-from faultbench.serve import WorldCalls, build_server, serve_in_thread
+from faultbench.serve import WorldCalls, build_server, serve_http, serve_in_thread
 from tests.adversarial.worlds import CRM
 
 pytestmark = pytest.mark.anyio
@@ -117,3 +122,63 @@ def test_rest():
         assert httpx.get(base + "/v1/customers/nope").status_code == 404
         assert httpx.head(base + "/v1/customers").status_code == 200
     assert seen == [*EXPECTED, ("c3", "list_customers", True)]
+
+
+def test_openenv():
+    # `serve --openenv`: each WebSocket session steps its own world, through the same handler
+    pytest.importorskip("websockets")
+    from websockets.sync.client import connect
+
+    from faultbench.env import openenv_app
+    from faultbench.kernel.lowlevel import load_spec
+
+    seen: list[tuple[str, str, bool]] = []
+
+    def hook(world: World, result: CallResult) -> None:
+        seen.append((result.call_id, result.tool, result.ok))
+
+    app = openenv_app(load_spec("<crm>", text=CRM), after_call=[hook])
+    with serve_app_in_thread(app) as base, connect(base.replace("http", "ws") + "/ws") as ws:
+
+        def send(kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+            ws.send(json.dumps({"type": kind, "data": data or {}}))
+            return json.loads(ws.recv(timeout=15))
+
+        send("reset", {"seed": 1})
+        step = {"type": "call_tool", "tool_name": "create_customer", "arguments": CREATE}
+        assert send("step", step)["data"]["observation"]["error"] is None
+        step = {"type": "call_tool", "tool_name": "get_customer", "arguments": {"id": "nope"}}
+        assert send("step", step)["data"]["observation"]["error"] is not None
+    assert seen == EXPECTED
+
+
+@contextmanager
+def serve_app_in_thread(app: Any) -> Iterator[str]:
+    """An ASGI app served by faultbench's HTTP server in a thread: its base URL."""
+    import trio
+
+    started: list[str] = []
+    stop = threading.Event()
+
+    async def main() -> None:
+        async def shutdown() -> None:
+            while not stop.is_set():
+                await trio.sleep(0.05)
+
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                lambda task_status: serve_http(
+                    app, host="127.0.0.1", port=0, shutdown=shutdown, task_status=task_status
+                )
+            )
+            started.append(url.removesuffix("/mcp"))
+
+    thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
+    thread.start()
+    while not started and thread.is_alive():
+        threading.Event().wait(0.02)
+    try:
+        yield started[0]
+    finally:
+        stop.set()
+        thread.join(10)

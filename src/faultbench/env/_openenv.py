@@ -11,7 +11,8 @@ Each connection is its own session: `reset` starts a fresh world of the spec at 
 (default: the file's) and run index `episode_id` (an integer, or any text, hashed to one), so
 the same (seed, episode id) gives the same episode. Actions: `{"type": "list_tools"}`,
 `{"type": "call_tool", "tool_name": ..., "arguments": {...}}` (MCP's tools, answered by
-`WorldCalls.answer`, the MCP server's own call handler: faults, auth, logging) and
+`WorldCalls.answer`, the MCP server's own call handler: faults, auth, logging, the
+`after_call` hooks given to `openenv_app`) and
 `{"reply": text}`, which ends the episode with the graded run as its reward
 (`Grade.reward`, as `faultbench.env` computes it). A failed call is a `ToolError` in the
 observation, which `MCPToolClient.call_tool` raises as an error.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -35,7 +37,10 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.types import ASGIApp
 
-    from faultbench.kernel import WorldSpec
+    from faultbench.kernel import CallResult, WorldSpec
+
+    #: a hook run after each call (`WorldCalls.after_call`)
+    AfterCall = Callable[[World, CallResult], None]
 
 __all__ = ["openenv_app", "run_of"]
 
@@ -59,8 +64,15 @@ def run_of(episode_id: Any) -> int:
 
 
 class _Session:
-    def __init__(self, spec: WorldSpec, principal: str | None, max_steps: int):
+    def __init__(
+        self,
+        spec: WorldSpec,
+        principal: str | None,
+        max_steps: int,
+        after_call: Sequence[AfterCall] = (),
+    ):
         self.spec = spec
+        self.after_call = after_call
         self.principal = principal
         self.max_steps = max_steps
         self.world: World | None = None
@@ -78,6 +90,7 @@ class _Session:
             run=run_of(self.episode_id),
         )
         self.calls = WorldCalls(self.world, principal=self.principal)
+        self.calls.after_call.extend(self.after_call)
         self.steps = 0
         self.done = False
         return {
@@ -178,10 +191,12 @@ def openenv_app(
     token: str | None = None,
     principal: str | None = None,
     max_steps: int = 50,
+    after_call: Sequence[AfterCall] = (),
 ) -> ASGIApp:
     """The ASGI app of `serve --openenv`: `/ws` (OpenEnv's session protocol) and `/health`,
     behind the Host/Origin and bearer-token rules of `--http` (a non-loopback `host` needs a
-    `token`)."""
+    `token`). `after_call`: hooks `(world, result)` every session's calls run after each
+    call, as `WorldCalls.after_call` (the session's own world is the `world` they get)."""
     from faultbench.serve._http import check_exposure
 
     check_exposure(host, token)
@@ -191,7 +206,7 @@ def openenv_app(
 
     async def ws(socket: WebSocket) -> None:
         await socket.accept()
-        session = _Session(spec, principal, max_steps)
+        session = _Session(spec, principal, max_steps, after_call)
         try:
             while True:
                 raw = await socket.receive_text()
@@ -228,33 +243,8 @@ def openenv_app(
 
 def _guarded(app: ASGIApp, host: str, token: str | None) -> ASGIApp:
     """The guard every HTTP server of faultbench has (`_guard.HttpGuard`: Host and Origin,
-    header and body limits, the bearer token), and the same Host, Origin and token checks on
-    a WebSocket handshake, which that guard passes through: the one place this module uses
-    it."""
-    import hmac
-
-    from starlette.datastructures import Headers
-
+    header and body limits, the bearer token), which holds a WebSocket handshake to the same
+    Host, Origin and token rules."""
     from faultbench.serve._guard import HostPolicy, HttpGuard
 
-    policy = HostPolicy.for_bind(host)
-    expected = f"Bearer {token}".encode() if token else None
-    http = HttpGuard(app, policy=policy, token=token)
-
-    async def guarded(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "websocket":
-            await http(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        got = headers.get("authorization", "").encode()
-        refused = expected is not None and not hmac.compare_digest(got, expected)
-        if not refused:
-            refused = not policy.host_ok(headers.get("host")) or not policy.origin_ok(
-                headers.get("origin")
-            )
-        if refused:
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await app(scope, receive, send)
-
-    return guarded
+    return HttpGuard(app, policy=HostPolicy.for_bind(host), token=token)

@@ -14,13 +14,14 @@ import json
 from typing import Any
 
 from faultbench.kernel import World
+from faultbench.kernel.lowlevel import MODEL_KINDS
 
 from ._run import InProcess, Target
 
 __all__ = ["ERROR_KINDS", "cut", "drop_required", "model_world", "unparsable"]
 
 #: model fault kinds raised as errors before the model is asked
-ERROR_KINDS = frozenset({"http_429", "http_500", "http_503", "timeout"})
+ERROR_KINDS = frozenset(k.name for k in MODEL_KINDS if k.fails)
 
 
 def model_world(where: Target, world: World | None = None) -> World | None:

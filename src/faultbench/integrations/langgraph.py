@@ -269,9 +269,9 @@ class ServerError(ModelAPIError):
 def _error(fault: ModelFault) -> ModelError:
     if fault.kind == "timeout":
         return ModelTimeoutError(fault.message)
-    if fault.kind == "http_429":
+    if fault.status == 429:
         return RateLimitError(fault.message, fault.retry_after_s)
-    return ServerError(fault.message, 500 if fault.kind == "http_500" else 503)
+    return ServerError(fault.message, fault.status or 500)
 
 
 def _invalid(call: Any, args: str) -> Any:

@@ -390,7 +390,7 @@ _REQUEST = httpx2.Request("POST", "https://model.invalid/v1/responses")
 def _error(fault: ModelFault) -> Exception:
     if fault.kind == "timeout":
         return openai.APITimeoutError(request=_REQUEST)
-    status = {"http_429": 429, "http_500": 500, "http_503": 503}[fault.kind or ""]
+    status = fault.status or 500  # the registry's (`ModelKind.status`)
     headers = {"retry-after": f"{fault.retry_after_s:g}"} if fault.retry_after_s else {}
     response = httpx2.Response(status, headers=headers, request=_REQUEST)
     body = {"error": {"message": fault.message}}

@@ -366,13 +366,15 @@ def _error(fault: ModelFault, model_name: str) -> ModelAPIError:
     body = {"error": {"message": fault.message}}
     if fault.kind == "timeout":
         return ModelTimeoutError(model_name, fault.message, phase="read")
-    category: Any = {
-        "http_429": ModelRateLimitError,
-        "http_500": ModelServerError,
-        "http_503": ModelUnavailableError,
-    }[fault.kind or ""]
+    status = fault.status or 500  # the registry's (`ModelKind.status`)
+    category: Any = (
+        ModelRateLimitError
+        if status == 429
+        else ModelUnavailableError
+        if status == 503
+        else ModelServerError
+    )
     headers = {"retry-after": f"{fault.retry_after_s:g}"} if fault.retry_after_s else None
-    status = {"http_429": 429, "http_500": 500, "http_503": 503}[fault.kind or ""]
     return ModelHTTPError.for_category(
         category, status_code=status, model_name=model_name, body=body, headers=headers,
         retry_after=fault.retry_after_s,

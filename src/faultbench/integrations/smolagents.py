@@ -305,8 +305,7 @@ class FaultyModel(Model):  # type: ignore[misc]  # smolagents ships no type info
 def _error(fault: ModelFault) -> Exception:
     if fault.kind == "timeout":
         return ModelTimeoutError(fault.message)
-    status = {"http_429": 429, "http_500": 500, "http_503": 503}[fault.kind or ""]
-    return ModelHTTPError(fault.message, status, fault.retry_after_s)
+    return ModelHTTPError(fault.message, fault.status or 500, fault.retry_after_s)
 
 
 def _schema(tools: list[Any], name: str) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Events (msgspec Structs) are folded by one pure reducer (`apply`) into immutable
 `World` wraps that with tables, a virtual clock, tool calls, snapshots, forks and replay.
 It imports msgspec, immutables, pyyaml and the standard library only.
 
-This module exports the API of DESIGN.md and nothing else; `faultbench` re-exports it. What
+This module exports the user API (docs/API.md, "faultbench.kernel") and nothing else;
+`faultbench` re-exports it. What
 faultbench's own shells (and libraries built like them) need beyond it, the world-file reader,
 the fault registry, rendering helpers, comes from `faultbench.kernel.lowlevel`.
 

@@ -1,12 +1,12 @@
 """The kernel's second door: what faultbench's shells, and libraries built like them, need
 beyond the user API of `faultbench.kernel`.
 
-`faultbench.kernel` (and `faultbench`) export the API of DESIGN.md: worlds, tables, events,
-traces, replay and errors. The serve, testing and command shells also read world files without
+`faultbench.kernel` (and `faultbench`) export the user API: worlds, tables, events, traces,
+replay and errors. The serve, testing and command shells also read world files without
 building a world, walk the fault registry, render values the way messages do, and read a run's
 faults back from its log; those names live here, as trio keeps `trio.lowlevel` apart from
-`trio`. They are public and documented in docs/ARCHITECTURE.md, but they move faster than
-the user API: a shell imports them from here and from nowhere else (import-linter checks it).
+`trio`. They are public and listed in docs/API.md ("faultbench.kernel.lowlevel"), but they move
+faster than the user API: a shell imports them from here and from nowhere else (import-linter checks it).
 
 The world-file readers (`load_spec`, `parse_faults`, `render_faults`, `parse_duration`) are
 imported on first use: their module imports pyyaml, which `import faultbench` does not pay for.
@@ -26,8 +26,11 @@ from ._faults import FaultKind as FaultKind
 from ._faults import InjectionPlan as InjectionPlan
 from ._faults import ModelFault as ModelFault
 from ._faults import ModelKind as ModelKind
+from ._faults import answer_headers as fault_headers
 from ._faults import effective_rule as effective_rule
+from ._faults import http_status as http_status
 from ._faults import kind as fault_kind
+from ._faults import model_kind as model_kind
 from ._inspect import FaultPin as FaultPin
 from ._inspect import RunExplanation as RunExplanation
 from ._inspect import explain_runs as explain_runs
@@ -105,15 +108,18 @@ __all__ = [
     "effective_rule",
     "empty_spec",
     "explain_runs",
+    "fault_headers",
     "fault_kind",
     "faults_received",
     "format_event",
     "format_value",
     "generate_rows",
+    "http_status",
     "id_order",
     "iso_time",
     "keep_events",
     "load_spec",
+    "model_kind",
     "note_agent_call",
     "operation_args",
     "parse_duration",

@@ -2,7 +2,8 @@
 control API under `/faultbench/`, the world's REST paths (`serve --rest`), and any other ASGI
 app a faultbench server mounts (an environment server wraps its app in one too).
 
-One ASGI middleware, `HttpGuard`, checks each HTTP request before the app sees it:
+One ASGI middleware, `HttpGuard`, checks each HTTP request before the app sees it (and each
+WebSocket handshake, with the checks that come before a body: refused with a close, 1008):
 
 - headers: at most `MAX_HEADERS` of them, `MAX_HEADER_BYTES` in all (else 431);
 - Host and Origin (DNS rebinding, a cross-site form POST): the Host must be a name of the
@@ -133,53 +134,26 @@ class HttpGuard:
         self.shape = shape or _error_object
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
         shape = self.shape
+        refusal, headers = self.refusal(scope)
+        if scope["type"] == "websocket":
+            # a WebSocket handshake: the same checks, refused as RFC 6455 lets a server
+            # refuse one before accepting it (a close: policy violation)
+            if refusal is not None:
+                await send({"type": "websocket.close", "code": 1008})
+            else:
+                await self.app(scope, receive, send)
+            return
 
         async def refuse(status: int, kind: str, message: str, *extra: tuple[bytes, bytes]) -> None:
             await _send_json(send, status, shape(path, kind, message), extra)
 
-        raw: list[tuple[bytes, bytes]] = scope["headers"]
-        if len(raw) > MAX_HEADERS or sum(len(k) + len(v) for k, v in raw) > MAX_HEADER_BYTES:
-            await refuse(
-                431, "headers_too_large",
-                f"Expected at most {MAX_HEADERS} request headers of {MAX_HEADER_BYTES // 1024} "
-                f"KiB in all. Instead, received {len(raw)} headers.",
-            )  # fmt: skip
-            return
-        headers: dict[bytes, bytes] = {}
-        for k, v in raw:
-            headers.setdefault(k, v)
-        host = _text(headers.get(b"host"))
-        if not self.policy.host_ok(host):
-            await refuse(
-                421, "invalid_host",
-                f"Expected a Host header naming this server (127.0.0.1, localhost or the address "
-                f"it was started on). Instead, received {host!r}: a DNS-rebinding guard.",
-            )  # fmt: skip
-            return
-        origin = _text(headers.get(b"origin"))
-        if not self.policy.origin_ok(origin):
-            await refuse(
-                403, "invalid_origin",
-                f"Expected no Origin header, or this server's own (http://127.0.0.1:PORT). "
-                f"Instead, received {origin!r}: a page of another site may not call this server.",
-            )  # fmt: skip
-            return
-        expected = self.expected
-        guarded = expected is not None and (self.needs_token is None or self.needs_token(path))
-        got = headers.get(b"authorization", b"")
-        if guarded and expected is not None and not hmac.compare_digest(got, expected):
-            await refuse(
-                401, "unauthorized",
-                "Expected an 'Authorization: Bearer <token>' header with the token this server "
-                "was started with (faultbench serve --token). Instead, received none or "
-                "another token.",
-                (b"www-authenticate", b"Bearer"),
-            )  # fmt: skip
+        if refusal is not None:
+            await refuse(*refusal)
             return
         limit = self.body_limit if isinstance(self.body_limit, int) else self.body_limit(path)
         declared = headers.get(b"content-length")
@@ -191,6 +165,48 @@ class HttpGuard:
                 await refuse(413, "body_too_large", _too_large(limit), _CLOSE)
                 return
         await self._guarded(scope, receive, send, limit, refuse)
+
+    def refusal(self, scope: Scope) -> tuple[tuple[Any, ...] | None, dict[bytes, bytes]]:
+        """Why a request (or a WebSocket handshake) is refused, before its body: (status,
+        kind, message, extra headers...), or None; and its headers (the first of a repeated
+        one). Checked: the headers' number and size, Host, Origin, the token."""
+        path: str = scope["path"]
+        raw: list[tuple[bytes, bytes]] = scope["headers"]
+        headers: dict[bytes, bytes] = {}
+        if len(raw) > MAX_HEADERS or sum(len(k) + len(v) for k, v in raw) > MAX_HEADER_BYTES:
+            return (
+                431, "headers_too_large",
+                f"Expected at most {MAX_HEADERS} request headers of {MAX_HEADER_BYTES // 1024} "
+                f"KiB in all. Instead, received {len(raw)} headers.",
+            ), headers  # fmt: skip
+        for k, v in raw:
+            headers.setdefault(k, v)
+        host = _text(headers.get(b"host"))
+        if not self.policy.host_ok(host):
+            return (
+                421, "invalid_host",
+                f"Expected a Host header naming this server (127.0.0.1, localhost or the address "
+                f"it was started on). Instead, received {host!r}: a DNS-rebinding guard.",
+            ), headers  # fmt: skip
+        origin = _text(headers.get(b"origin"))
+        if not self.policy.origin_ok(origin):
+            return (
+                403, "invalid_origin",
+                f"Expected no Origin header, or this server's own (http://127.0.0.1:PORT). "
+                f"Instead, received {origin!r}: a page of another site may not call this server.",
+            ), headers  # fmt: skip
+        expected = self.expected
+        guarded = expected is not None and (self.needs_token is None or self.needs_token(path))
+        got = headers.get(b"authorization", b"")
+        if guarded and expected is not None and not hmac.compare_digest(got, expected):
+            return (
+                401, "unauthorized",
+                "Expected an 'Authorization: Bearer <token>' header with the token this server "
+                "was started with (faultbench serve --token). Instead, received none or "
+                "another token.",
+                (b"www-authenticate", b"Bearer"),
+            ), headers  # fmt: skip
+        return None, headers
 
     async def _guarded(
         self,

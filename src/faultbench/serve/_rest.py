@@ -45,7 +45,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from faultbench.kernel import CallResult
+from faultbench.kernel import CallResult, CallStarted, FaultInjected
+from faultbench.kernel.lowlevel import fault_headers, http_status
 
 from . import _rest_contract as contract
 from ._calls import CallFailure
@@ -53,6 +54,8 @@ from ._rest_errors import error_body, error_schema
 from ._stdio import MAX_DEPTH, too_deep
 
 if TYPE_CHECKING:
+    from faultbench.kernel import World
+
     from ._server import WorldServer
 
 _PARAM = re.compile(r"\{([^{}/]+)\}")
@@ -247,25 +250,25 @@ def _route_name(name: str, i: int) -> str:
 
 
 def status_of(result: CallResult) -> int:
-    kind = result.error_kind or ""
-    if kind.startswith("http_") and kind[5:].isdigit():
-        return int(kind[5:])
-    if kind.startswith("timeout"):
-        return 504
-    if kind in ("not_found", "unknown_tool"):
-        return 404
-    if kind in ("invalid_arguments", "handler_error", "clock_overflow"):
-        return 400
-    if kind == "journal_error":  # the --events journal cannot write: the call was undone
-        return 503
-    if kind == "rate_limit":
-        return 429
-    # issue 21's auth and concurrency errors, and its auth faults
-    statuses = {
-        "unauthorized": 401, "token_expired": 401, "revoked": 401, "insufficient_scope": 403,
-        "conflict": 409, "idempotency_conflict": 409, "expired_cursor": 400,
-    }  # fmt: skip
-    return statuses.get(kind, 500)
+    """The HTTP status of a failed call: the kernel's, per error kind (`http_status`: a fault
+    kind's own `status`, then the kernel's errors)."""
+    return http_status(result.error_kind)
+
+
+def fault_headers_of(world: World, result: CallResult) -> dict[str, str]:
+    """The headers the fault of a failed call answers with (a 429's `Retry-After`, a 401's
+    `WWW-Authenticate`: the registry's `headers`), filled from its `FaultInjected`, found
+    walking back from the end of the log to the call's start."""
+    if result.ok or not result.fault or not result.call_id:
+        return {}
+    detail: dict[str, Any] = {}
+    for ev in reversed(world.events):
+        if isinstance(ev, FaultInjected) and ev.call_id == result.call_id:
+            detail = ev.detail
+            break
+        if isinstance(ev, CallStarted) and ev.call_id == result.call_id:
+            break
+    return fault_headers(result.fault, detail)
 
 
 def without_nulls(value: Any, keep: frozenset[str], prefix: str) -> Any:
@@ -284,7 +287,14 @@ def without_nulls(value: Any, keep: frozenset[str], prefix: str) -> Any:
     return out
 
 
-def respond(op: Any, result: CallResult, ignored: list[str], floor: int | None = None) -> Response:
+def respond(
+    op: Any,
+    result: CallResult,
+    ignored: list[str],
+    floor: int | None = None,
+    world: World | None = None,
+) -> Response:
+    """The HTTP response to a call's result (`world`: whose log holds a fault's detail)."""
     headers = {"X-Faultbench-Call": result.call_id} if result.call_id else {}
     if ignored:
         # percent-encoded: a header is latin-1, and request keys are any text
@@ -296,6 +306,8 @@ def respond(op: Any, result: CallResult, ignored: list[str], floor: int | None =
         schema = error_schema(op.http, status)
         if result.fault:
             headers["X-Faultbench-Fault"] = result.fault
+            if world is not None:
+                headers.update(fault_headers_of(world, result))
         body = (
             error_body(schema, status, result)
             if schema is not None
@@ -361,7 +373,7 @@ def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
         outcome = await server.settle(world, op.name, args, request=request)
         if isinstance(outcome, CallFailure):
             outcome = _refused(op.name, outcome.message, outcome.kind)
-        return respond(op, outcome, ignored, floor)
+        return respond(op, outcome, ignored, floor, world)
 
     return endpoint
 

@@ -9,7 +9,7 @@ reports meet: in this process, or on pytest-xdist's controller. There the gate o
 of runs is computed, failing runs are explained, and the exit status follows the gate.
 
 This module imports pytest and faultbench's kernel only; `faultbench.serve` (hence mcp, trio)
-is imported inside the fixtures that serve a world (DESIGN.md, "Architecture").
+is imported inside the fixtures that serve a world (docs/ARCHITECTURE.md, "Contracts").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fault-kind registry (`_faultkinds.KINDS`): every kind in it is documented, parses and
+"""The fault-kind registry (`_faults/_kinds.KINDS`): every kind in it is documented, parses and
 renders back, shows in `faultbench check` and executes as its record says.
 
 The tests walk the registry, not a list written here, so a kind added to it without docs,
@@ -134,17 +134,40 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
 
 def test_a_kind_with_an_effect_the_pipeline_does_not_know_cannot_be_defined():
     with pytest.raises(ValueError, match="effect 'explode'; expected one of fail, empty"):
-        FaultKind(name="boom", effect="explode", default_commit=False, commit_option=False)
+        FaultKind(
+            name="boom",
+            effect="explode",
+            status=500,
+            headers=(),
+            colour="#000000",
+            default_commit=False,
+            commit_option=False,
+        )
 
 
 def test_a_failing_kind_needs_a_message_and_a_succeeding_one_has_none():
     with pytest.raises(ValueError, match="message exactly when its effect fails"):
-        FaultKind(name="http_418", effect="fail", default_commit=False, commit_option=True)
+        FaultKind(
+            name="http_418",
+            effect="fail",
+            status=500,
+            headers=(),
+            colour="#000000",
+            default_commit=False,
+            commit_option=True,
+        )
     with pytest.raises(ValueError, match="message exactly when its effect fails"):
         FaultKind(
-            name="slow", effect="empty", default_commit=False, commit_option=True,
+            name="slow", effect="empty", status=200, headers=(), colour="#000000",
+            default_commit=False, commit_option=True,
             message=lambda d, target, rule, target_id: "",
         )  # fmt: skip
+
+
+def test_a_kind_without_what_the_shells_need_cannot_be_defined():
+    # status, headers and colour are required: a kind added without them fails at once
+    with pytest.raises(TypeError, match="Missing required argument 'status'"):
+        FaultKind(name="slow", effect="empty", default_commit=False, commit_option=True)  # type: ignore[call-arg]
 
 
 def test_a_kind_missing_from_the_docs_is_caught():

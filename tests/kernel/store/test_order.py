@@ -1,4 +1,4 @@
-"""Table indexes in the state (`_order.py`), the rate-limit window and the log's skip pointers:
+"""Table indexes in the state (`_store/_indexes.py`), the rate-limit window and the log's skip pointers:
 the fast paths answer exactly what the slow ones did."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 `FaultPlan` as a world's, over a `FaultTarget` (a name, no `OperationSpec`), so they follow
 the same rules: the k-th call's fault is a pure function of (seed, run, target, k) and the
 rule; latency is drawn from the same generator; the kinds, their defaults and what the caller
-reads come from the one registry (`_faultkinds.py`). Only kinds that fail the call fit a
+reads come from the one registry (`_kinds.py`). Only kinds that fail the call fit a
 plain function (there is no record to read stale, no write to duplicate).
 """
 

@@ -1,11 +1,13 @@
 """Every fault kind, defined once: what it applies to, what it commits, its options, how the
 call pipeline executes it and what the agent reads.
 
-Everything else looks a kind up here: the loader's validation (`_faultspec.py`), the merge
-and its defaults (`_faultrules.py`), the plan's decisions and messages (`_faults.py`),
-`faultbench check`, and the pipeline, which dispatches on `FaultKind.effect`. Adding a kind
-is one record in `KINDS` (plus its line in docs/FAULTS.md, which a test walks this registry
-to check).
+Everything else looks a kind up here: the loader's validation (`_read/_faultblock.py`), the
+merge and its defaults (`_faults/_rules.py`), the plan's decisions and messages
+(`_faults/_plan.py`), `faultbench check`, the pipeline, which dispatches on
+`FaultKind.effect`, and the shells: REST answers a kind's `status` with its `headers`
+(`http_status`, `answer_headers`), the HTML report draws it in its `colour`. Adding a kind is
+one record in `KINDS`, every field filled (plus its line in docs/FAULTS.md; a test walks this
+registry to check both: tests/kernel/test_kinds_registry.py).
 
 The order of `KINDS` is part of every seeded run: the cumulative error draw walks the kinds
 of a rule in this order (`ERROR_KINDS`), so a new kind goes at the end.
@@ -13,7 +15,8 @@ of a rule in this order (`ERROR_KINDS`), so a new kind goes at the end.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -29,6 +32,7 @@ __all__ = [
     "EFFECTS",
     "ERROR_KINDS",
     "ERROR_OPTIONS",
+    "ERROR_STATUSES",
     "FAILURE_KINDS",
     "FEED_KINDS",
     "KINDS",
@@ -36,6 +40,8 @@ __all__ = [
     "SUCCESS_KINDS",
     "FaultKind",
     "Option",
+    "answer_headers",
+    "http_status",
     "kind",
     "kinds_with_option",
 ]
@@ -94,6 +100,14 @@ class FaultKind(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     #: how the call pipeline executes it: a key of EFFECTS
     effect: str
+    #: the HTTP status a service answers with it (REST's status; 200 for a kind whose answer
+    #: is a success, however wrong); a failing kind's message starts with it
+    status: int
+    #: the HTTP headers that answer carries: (name, value), `{option}` in a value standing for
+    #: the decision's option (`answer_headers`); () for none
+    headers: tuple[tuple[str, str], ...]
+    #: how the HTML report draws a call it happened to (`#rrggbb`)
+    colour: str
     #: does the operation run (and its writes stay) before the fault shows, by default?
     default_commit: bool
     #: may a rule set `commit:`? False when there is no choice to make
@@ -183,6 +197,15 @@ def _not_found(d: Decision, target: Any, rule: FaultRule, target_id: str | None)
 
 _TIMEOUT = Option("timeout_s", 30.0, "after {}")
 _RETRY_AFTER = Option("retry_after_s", 1.0, "retry after {}")
+#: a 429's `Retry-After`, in whole seconds (RFC 9110: delay-seconds)
+_RETRY_AFTER_HEADER = (("Retry-After", "{retry_after_s}"),)
+#: a 401's challenge (RFC 6750: an expired or revoked token is `invalid_token`)
+_EXPIRED_HEADER = (
+    ("WWW-Authenticate", 'Bearer error="invalid_token", error_description="token expired"'),
+)
+_REVOKED_HEADER = (
+    ("WWW-Authenticate", 'Bearer error="invalid_token", error_description="token revoked"'),
+)
 _READS = ("get", "list")  # a custom handler's reads are not replayed from the past
 _WRITES = ("create", "update", "delete", "custom")
 #: the event feed's `list_events` (top-level `events:`) and its webhook deliveries
@@ -195,54 +218,82 @@ _PAYLOAD = Option("payload", None, "payload {}", text=True)
 KINDS: tuple[FaultKind, ...] = (
     # The write commits, then the caller waits `timeout_s` in vain: the famous case.
     FaultKind(
-        name="timeout", effect="fail", default_commit=True, commit_option=True,
+        name="timeout", effect="fail",
+        status=504, headers=(), colour="#d62728",
+        default_commit=True, commit_option=True,
         options=(_TIMEOUT,), message=_gateway_timeout,
     ),
     # `timeout` with `commit: false`, said in its name: no commit option to contradict it.
     FaultKind(
-        name="timeout_before_commit", effect="fail", default_commit=False, commit_option=False,
+        name="timeout_before_commit", effect="fail",
+        status=504, headers=(), colour="#ff7f0e",
+        default_commit=False, commit_option=False,
         options=(_TIMEOUT,), message=_gateway_timeout,
     ),
     FaultKind(
-        name="http_500", effect="fail", default_commit=False, commit_option=True,
+        name="http_500", effect="fail",
+        status=500, headers=(), colour="#9467bd",
+        default_commit=False, commit_option=True,
         message=_status("500 Internal Server Error: {name} failed with an unexpected error"),
     ),
     FaultKind(
-        name="http_502", effect="fail", default_commit=False, commit_option=True,
+        name="http_502", effect="fail",
+        status=502, headers=(), colour="#8c564b",
+        default_commit=False, commit_option=True,
         message=_status("502 Bad Gateway: the upstream server for {name} sent an invalid response"),
     ),
     FaultKind(
-        name="http_503", effect="fail", default_commit=False, commit_option=True,
+        name="http_503", effect="fail",
+        status=503, headers=(), colour="#e377c2",
+        default_commit=False, commit_option=True,
         message=_status(
             "503 Service Unavailable: {name} is temporarily unavailable; try again later"
         ),
     ),
     # Refused before anything runs: nothing to commit.
     FaultKind(
-        name="http_429", effect="fail", default_commit=False, commit_option=False,
+        name="http_429", effect="fail",
+        status=429, headers=_RETRY_AFTER_HEADER, colour="#bcbd22",
+        default_commit=False, commit_option=False,
         options=(_RETRY_AFTER,), message=_too_many_requests, refused=True,
     ),
     FaultKind(
-        name="not_found", effect="fail", default_commit=False, commit_option=True,
+        name="not_found", effect="fail",
+        status=404, headers=(), colour="#17becf",
+        default_commit=False, commit_option=True,
         message=_not_found,
     ),
-    FaultKind(name="empty_result", effect="empty", default_commit=False, commit_option=True),
-    FaultKind(name="malformed_json", effect="malformed", default_commit=False, commit_option=True),
+    FaultKind(
+        name="empty_result", effect="empty",
+        status=200, headers=(), colour="#7f7f7f",
+        default_commit=False, commit_option=True,
+    ),
+    FaultKind(
+        name="malformed_json", effect="malformed",
+        status=200, headers=(), colour="#1f77b4",
+        default_commit=False, commit_option=True,
+    ),
     # Reads the past: there is nothing to commit.
     FaultKind(
-        name="stale_read", effect="stale", default_commit=False, commit_option=False,
+        name="stale_read", effect="stale",
+        status=200, headers=(), colour="#2ca02c",
+        default_commit=False, commit_option=False,
         options=(Option("lag_s", 60.0, "{} behind"),), applies_to=_READS,
     ),
     # A duplicate is the write running (twice): it always commits.
     FaultKind(
-        name="duplicate", effect="duplicate", default_commit=True, commit_option=False,
+        name="duplicate", effect="duplicate",
+        status=200, headers=(), colour="#ff9896",
+        default_commit=True, commit_option=False,
         options=(Option("times", 1, "{} extra", whole=True),), applies_to=_WRITES,
     ),
     # An attack, not an outage: the call runs as usual and its answer carries a planted
     # instruction, in a string field of the records it returns (`field`) or after its text.
     # The text is a template of `_injections.py` or the rule's own `payload` (test data).
     FaultKind(
-        name="inject", effect="inject", default_commit=True, commit_option=False,
+        name="inject", effect="inject",
+        status=200, headers=(), colour="#e6550d",
+        default_commit=True, commit_option=False,
         options=(
             Option("field", None, "into {}", text=True),
             _TEMPLATE,
@@ -251,31 +302,41 @@ KINDS: tuple[FaultKind, ...] = (
     ),
     # Lying tools: the call runs as usual and its answer is rewritten (`_lies.py`).
     FaultKind(
-        name="wrong_value", effect="rewrite", default_commit=True, commit_option=False,
+        name="wrong_value", effect="rewrite",
+        status=200, headers=(), colour="#9c9ede",
+        default_commit=True, commit_option=False,
         options=(Option("field", None, "field {}", text=True),),
     ),
     FaultKind(
-        name="schema_violation", effect="rewrite", default_commit=True, commit_option=False,
+        name="schema_violation", effect="rewrite",
+        status=200, headers=(), colour="#637939",
+        default_commit=True, commit_option=False,
         options=(
             Option("field", None, "field {}", text=True),
             Option("change", None, "{}", text=True),
         ),
     ),
     FaultKind(
-        name="oversized_result", effect="rewrite", default_commit=True, commit_option=False,
+        name="oversized_result", effect="rewrite",
+        status=200, headers=(), colour="#8ca252",
+        default_commit=True, commit_option=False,
         options=(Option("times", 50, "{}x", whole=True),),
     ),
     # Decided by a `rate_limit:` rule's window, never drawn: not an `errors:` key.
     # (it stays here, before the kinds of issue 21: the order of KINDS is seeded)
     FaultKind(
-        name="rate_limit", effect="fail", default_commit=False, commit_option=False,
+        name="rate_limit", effect="fail",
+        status=429, headers=_RETRY_AFTER_HEADER, colour="#bcbd22",
+        default_commit=False, commit_option=False,
         options=(Option("retry_after_s", None, "retry after {}"),), configurable=False,
         message=_rate_limited, refused=True,
     ),
     # Another client wrote the record first (its version moves on, as an event); the call's
     # own write never runs. The pipeline words the 409 with the record's new version.
     FaultKind(
-        name="conflict", effect="conflict", default_commit=False, commit_option=False,
+        name="conflict", effect="conflict",
+        status=409, headers=(), colour="#aec7e8",
+        default_commit=False, commit_option=False,
         applies_to=("update", "delete"),
         message=_status(
             "409 Conflict: {name}: the record was changed by another request; read it again "
@@ -284,7 +345,9 @@ KINDS: tuple[FaultKind, ...] = (
     ),
     # The call's access token expires now (worlds with `auth:`): refresh_token renews it.
     FaultKind(
-        name="token_expired", effect="token", default_commit=False, commit_option=False,
+        name="token_expired", effect="token",
+        status=401, headers=_EXPIRED_HEADER, colour="#ffbb78",
+        default_commit=False, commit_option=False,
         message=_status(
             "401 Unauthorized: {name}: the access token has expired; renew it with the "
             "refresh_token tool, then retry"
@@ -292,7 +355,9 @@ KINDS: tuple[FaultKind, ...] = (
     ),
     # The call's token is revoked: every call and every refresh with it is refused.
     FaultKind(
-        name="revoked", effect="token", default_commit=False, commit_option=False,
+        name="revoked", effect="token",
+        status=401, headers=_REVOKED_HEADER, colour="#98df8a",
+        default_commit=False, commit_option=False,
         message=_status(
             "401 Unauthorized: {name}: the access token has been revoked; refreshing it will "
             "not help: a new token must be issued"
@@ -301,32 +366,46 @@ KINDS: tuple[FaultKind, ...] = (
     # The event feed delivers at least once, in no promised order, late, or not at all.
     # Nothing to commit: the feed is read, never written.
     FaultKind(
-        name="duplicate_delivery", effect="feed", default_commit=False, commit_option=False,
+        name="duplicate_delivery", effect="feed",
+        status=200, headers=(), colour="#c49c94",
+        default_commit=False, commit_option=False,
         applies_to=_FEED,
     ),
     FaultKind(
-        name="out_of_order", effect="feed", default_commit=False, commit_option=False,
+        name="out_of_order", effect="feed",
+        status=200, headers=(), colour="#f7b6d2",
+        default_commit=False, commit_option=False,
         applies_to=_FEED,
     ),
     FaultKind(
-        name="delayed", effect="feed", default_commit=False, commit_option=False,
+        name="delayed", effect="feed",
+        status=200, headers=(), colour="#dbdb8d",
+        default_commit=False, commit_option=False,
         options=(Option("delay_s", 60.0, "by {}"),), applies_to=_FEED,
     ),
     FaultKind(
-        name="dropped", effect="feed", default_commit=False, commit_option=False,
+        name="dropped", effect="feed",
+        status=200, headers=(), colour="#9edae5",
+        default_commit=False, commit_option=False,
         applies_to=_FEED,
     ),
     # Pages (list operations with `page:` only): a real API's paging, at its worst.
     FaultKind(
-        name="page_drift", effect="page", default_commit=False, commit_option=False,
+        name="page_drift", effect="page",
+        status=200, headers=(), colour="#c5b0d5",
+        default_commit=False, commit_option=False,
         applies_to=("list",), paged=True,
     ),
     FaultKind(
-        name="truncated_page", effect="page", default_commit=False, commit_option=False,
+        name="truncated_page", effect="page",
+        status=200, headers=(), colour="#7b4173",
+        default_commit=False, commit_option=False,
         applies_to=("list",), paged=True,
     ),
     FaultKind(
-        name="expired_cursor", effect="fail", default_commit=False, commit_option=False,
+        name="expired_cursor", effect="fail",
+        status=400, headers=(), colour="#843c39",
+        default_commit=False, commit_option=False,
         applies_to=("list",), paged=True,
         message=_status("400 Bad Request: cursor expired; start again ({name})"),
     ),
@@ -335,20 +414,28 @@ KINDS: tuple[FaultKind, ...] = (
     # `tool` names the tool that changes (default: the one called); `_calls/_surface.py`
     # works the change out against the tools of that moment.
     FaultKind(
-        name="rug_pull", effect="surface", default_commit=True, commit_option=False,
+        name="rug_pull", effect="surface",
+        status=200, headers=(), colour="#d6616b",
+        default_commit=True, commit_option=False,
         options=(_TOOL, Option("description", None, "to {}", text=True), _TEMPLATE, _PAYLOAD),
     ),
     FaultKind(
-        name="tool_removed", effect="surface", default_commit=True, commit_option=False,
+        name="tool_removed", effect="surface",
+        status=200, headers=(), colour="#e7969c",
+        default_commit=True, commit_option=False,
         options=(_TOOL,),
     ),
     # a distractor: a copy of the tool called, under a new name (default `<tool>_v2`)
     FaultKind(
-        name="tool_added", effect="surface", default_commit=True, commit_option=False,
+        name="tool_added", effect="surface",
+        status=200, headers=(), colour="#a55194",
+        default_commit=True, commit_option=False,
         options=(_TOOL, Option("description", None, "to {}", text=True)),
     ),
     FaultKind(
-        name="renamed_args", effect="surface", default_commit=True, commit_option=False,
+        name="renamed_args", effect="surface",
+        status=200, headers=(), colour="#ce6dbd",
+        default_commit=True, commit_option=False,
         options=(
             _TOOL, Option("arg", None, "arg {}", text=True), Option("to", None, "to {}", text=True),
         ),
@@ -368,6 +455,59 @@ def kinds_with_option(option: str) -> tuple[str, ...]:
     if option == "commit":
         return tuple(k.name for k in KINDS if k.configurable and k.commit_option)
     return tuple(k.name for k in KINDS if k.configurable and k.option(option) is not None)
+
+
+#: The HTTP status of a failed call's error kind that is not a fault kind (those carry their
+#: own `status`): the kernel's errors (`_errors.py`) and the shells' own (the --events
+#: journal that cannot write, a REST route that does not exist). Anything else is a 500.
+ERROR_STATUSES: dict[str, int] = {
+    "invalid_arguments": 400,
+    "handler_error": 400,
+    "clock_overflow": 400,
+    "unknown_tool": 404,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "unauthorized": 401,
+    "insufficient_scope": 403,
+    "idempotency_conflict": 409,
+    "journal_error": 503,  # serve --events: the call was undone, try again
+    "internal_error": 500,
+}
+
+
+def http_status(error_kind: str | None) -> int:
+    """The HTTP status a failed call of `error_kind` is answered with: a fault kind's
+    `status`, else `ERROR_STATUSES`, else 500."""
+    found = _BY_NAME.get(error_kind or "")
+    if found is not None:
+        return found.status
+    return ERROR_STATUSES.get(error_kind or "", 500)
+
+
+def answer_headers(name: str, detail: Mapping[str, object]) -> dict[str, str]:
+    """The HTTP headers of an answer to a call that fault kind `name` happened to, its
+    `{option}`s filled from the decision's `detail` (a `FaultInjected.detail`); seconds are
+    rounded up to whole ones, as `Retry-After` requires. {} for an unknown kind."""
+    found = _BY_NAME.get(name)
+    if found is None:
+        return {}
+    values = {k: _header_value(v) for k, v in detail.items() if v is not None}
+    for option in found.options:  # an option the detail lacks: its default
+        if option.name not in values and option.default is not None:
+            values[option.name] = _header_value(option.default)
+    out = {}
+    for header, value in found.headers:
+        try:
+            out[header] = value.format_map(values)
+        except KeyError:  # no value for it (and no default): the header is left out
+            continue
+    return out
+
+
+def _header_value(value: object) -> str:
+    if isinstance(value, float):
+        return str(math.ceil(value))
+    return str(value)
 
 
 # ---------------------------------------------------------------------------------------------

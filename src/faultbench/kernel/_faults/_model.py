@@ -45,27 +45,37 @@ class ModelKind(msgspec.Struct, frozen=True, kw_only=True):
     status: int | None = None
     #: options a rule may set (`retry_after_s`, `timeout_s`), as for tool kinds
     options: tuple[Option, ...] = ()
-    #: what the model API says, the way providers word it
+    #: what the model API says, the way providers word it; "" for a kind whose answer
+    #: arrives (cut, malformed or empty) instead of an error
     text: str = ""
+    #: how the HTML report draws a model call it happened to (`#rrggbb`): a tool kind's
+    #: colour for a kind of the same name
+    colour: str
+
+    @property
+    def fails(self) -> bool:
+        """Does the agent's framework see an error (a status, or a timeout)?"""
+        return bool(self.text)
 
 
 _TIMEOUT = Option("timeout_s", 30.0, "after {}")
 _RETRY_AFTER = Option("retry_after_s", 1.0, "retry after {}")
 
 MODEL_KINDS: tuple[ModelKind, ...] = (
-    ModelKind(name="http_429", status=429, options=(_RETRY_AFTER,),
+    ModelKind(name="http_429", status=429, options=(_RETRY_AFTER,), colour="#bcbd22",
               text="429 Too Many Requests: rate limit reached for the model; retry after {retry}"),
-    ModelKind(name="http_500", status=500, text="500 Internal Server Error: the model server failed"),
-    ModelKind(name="http_503", status=503,
+    ModelKind(name="http_500", status=500, colour="#9467bd",
+              text="500 Internal Server Error: the model server failed"),
+    ModelKind(name="http_503", status=503, colour="#e377c2",
               text="503 Service Unavailable: the model is overloaded; try again later"),
-    ModelKind(name="timeout", options=(_TIMEOUT,),
+    ModelKind(name="timeout", options=(_TIMEOUT,), colour="#d62728",
               text="the model request timed out after {timeout}"),
     # The answer arrives, cut off: text halved, a tool call's arguments no longer JSON.
-    ModelKind(name="stream_cut"),
+    ModelKind(name="stream_cut", colour="#393b79"),
     # The answer's first tool call has arguments that are not JSON, or lack a required field.
-    ModelKind(name="malformed_tool_call"),
+    ModelKind(name="malformed_tool_call", colour="#5254a3"),
     # The answer has nothing in it: no text, no tool call.
-    ModelKind(name="empty_completion"),
+    ModelKind(name="empty_completion", colour="#6b6ecf"),
 )  # fmt: skip
 
 MODEL_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in MODEL_KINDS)
@@ -94,6 +104,11 @@ class ModelFault(msgspec.Struct, frozen=True):
     def duration_s(self) -> float:
         """How far the call moves the virtual clock: latency, plus the wait of a timeout."""
         return self.latency_s + self.timeout_s
+
+    @property
+    def status(self) -> int | None:
+        """The HTTP status the model API answers with (`ModelKind.status`), or None."""
+        return None if self.kind is None else model_kind(self.kind).status
 
     @property
     def message(self) -> str:

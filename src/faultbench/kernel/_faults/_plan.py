@@ -15,7 +15,7 @@ what happens to the 3rd `issue_refund`, and a failing run can be replayed with i
 pinned. The call pipeline (`_pipeline.py`) executes decisions; nothing here touches a world.
 
 What a kind commits, which options it carries and what the agent reads come from the kind
-registry (`_faultkinds.py`); the merged rule comes from `_faultrules.py`. An operation is an
+registry (`_kinds.py`); the merged rule comes from `_rules.py`. An operation is an
 `OperationSpec` or, for a call without one in a world file, a `FaultTarget`.
 """
 
@@ -114,7 +114,7 @@ class FaultDecision(msgspec.Struct, frozen=True):
     """What the plan decided for one call. `kind is None` means latency only."""
 
     latency_s: float = 0.0  # virtual duration of the call itself
-    kind: str | None = None  # a `_faultkinds.KINDS` name, or None
+    kind: str | None = None  # a `_kinds.KINDS` name, or None
     commit: bool = False  # does the operation run (and its writes stay) despite the fault?
     timeout_s: float = 0.0  # timeout kinds: virtual seconds the caller waited in vain
     # The kinds' options (`FaultKind.options`): each is set by the kinds that have it.

@@ -4,7 +4,7 @@ Rules are stored as written, per key (`default`, `service.*`, `service.operation
 an operation sees `merged_rule(...)`, the fold of its three keys from general to specific;
 the plan draws from that rule with every kind's defaults written out (`with_defaults`), and
 `effective_rule` is what can actually happen to the operation (`faultbench check`). Pure
-functions of frozen data; every kind property comes from the registry (`_faultkinds.py`).
+functions of frozen data; every kind property comes from the registry (`_kinds.py`).
 
 An operation is anything with `service`, `name`, `kind` (and `qualname`): an `OperationSpec`
 or a `_faults.FaultTarget`.

@@ -1,8 +1,8 @@
 """What every pass of the world-file loader shares: the state it builds, and how it reports.
 
-`_WorldLoader` (`_loader.py`) is one class assembled from a mixin per part of the file:
-services and records (`_loadrecords.py`), operations (`_loadops.py`) and seed data
-(`_loadseed.py`), each on this base. A problem is recorded in the `Document`, never raised,
+`_WorldLoader` (`_reader.py`) is one class assembled from a mixin per part of the file:
+services and records (`_records.py`), operations (`_operations.py`) and seed data
+(`_seeds.py`), each on this base. A problem is recorded in the `Document`, never raised,
 so one load reports every mistake in the file; the helpers here place it at a key or at its
 value.
 """

@@ -1,9 +1,9 @@
 """The `faults:` block: parsing, validation and rendering of fault rules.
 
 Rules are keyed by `default`, `service.*` or `service.operation` and stored as written; a call
-sees `_faultrules.merged_rule(...)`, the fold of the three keys from general to specific.
+sees `_faults/_rules.merged_rule(...)`, the fold of the three keys from general to specific.
 What each error kind accepts (options, `commit:`, the operations it fits) comes from the
-fault-kind registry (`_faultkinds.py`). Public entry points are re-exported by `_loader.py`
+fault-kind registry (`_faults/_kinds.py`). Public entry points are re-exported by `_reader.py`
 (`parse_faults`, `parse_duration`, and `render_faults`, which turns parsed rules back into a
 block `parse_faults` accepts).
 """

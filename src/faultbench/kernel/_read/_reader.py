@@ -6,14 +6,14 @@ fixes a file in one round: `WorldFileError` lists them all, each as `path:line:c
 wrong; expected ...; did you mean '...'?`. This module holds the entry points and the top
 level of the file; `_WorldLoader` is assembled from one pass per part of it:
 
-    _loadbase.py      shared state, problem helpers
-    _loadrecords.py   services, records, fields, refs, world accessors
-    _loadops.py       operations (and custom handler imports, via `_handlers.py`)
-    _loadseed.py      seed plans and explicit rows
-    _fieldtypes.py    field type syntax and value coercion
+    _read/_base.py         shared state, problem helpers
+    _read/_records.py      services, records, fields, refs, world accessors
+    _read/_operations.py   operations (and custom handler imports, via `_spec/_handlers.py`)
+    _read/_seeds.py        seed plans and explicit rows
+    _spec/_fieldtypes.py   field type syntax and value coercion
 
-The fault block lives in `_faultspec.py`, the merge of rules in `_faultrules.py`; their entry
-points are re-exported here.
+The fault block lives in `_read/_faultblock.py`, the merge of rules in `_faults/_rules.py`;
+their entry points are re-exported here.
 
     load_spec("world.yaml")            -> WorldSpec
     parse_faults(mapping_or_text, spec) -> {key: FaultRule}

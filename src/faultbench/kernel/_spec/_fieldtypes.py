@@ -3,7 +3,7 @@
 A field's type as written (`str`, `enum[placed, delivered]`, `ref[orders.order]`, with `?` for
 optional) is parsed once into its parts; seed rows and defaults are checked and converted by
 `_coerce`, whose failures the loader words with `_expected`. These functions know nothing of
-positions in the file: the loader passes (`_loadrecords.py`, `_loadseed.py`) place the problems.
+positions in the file: the loader passes (`_read/_records.py`, `_read/_seeds.py`) place the problems.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The parsed, validated form of a world file: plain frozen data, no behaviour.
 
-The loader (`_loader.py`) turns YAML into a `WorldSpec`; everything else in the kernel reads
+The loader (`_read/_reader.py`) turns YAML into a `WorldSpec`; everything else in the kernel reads
 only these types. Field, record and operation order is the order of the world file, and every
 lookup table here is built from that order, so nothing depends on hash randomization.
 """

@@ -39,7 +39,7 @@ class WorldCreated(Event, frozen=True):
     digest: str = ""  # sha256 of the world file the log was made with
     path: str | None = None
     faults: bool = True  # whether the fault plan was enabled
-    #: the tools defined in code the world ran with (`_codetools.py`): name -> fingerprint
+    #: the tools defined in code the world ran with (`_spec/_code.py`): name -> fingerprint
     #: of the operation; a replay needs the same ones
     tools: dict[str, str] = {}
 

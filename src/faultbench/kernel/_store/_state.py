@@ -125,7 +125,7 @@ class State(msgspec.Struct, frozen=True, gc=False):
     rsum: int = 0
     #: run index, fault switch and run-time fault rules (see `Settings`)
     settings: Settings = _SETTINGS
-    #: record name -> its id order and field indexes (`_order.py`), kept by the reducer for
+    #: record name -> its id order and field indexes (`_indexes.py`), kept by the reducer for
     #: the tables that have one; derived from `tables`, so not part of the hash
     index: immutables.Map[str, TableIndex] = _NO_INDEX
     #: tool name -> its admitted calls, newest first (`_faults/_window.py`): what rate-limit

@@ -247,7 +247,7 @@ class Table:
         return self._store.state.tables[self.name]
 
     def _read(self) -> tuple[Any, TableIndex | None]:
-        """The rows, and their index when the state keeps one (see `_order.py`)."""
+        """The rows, and their index when the state keeps one (see `_indexes.py`)."""
         state = self._store.state
         rows = state.tables[self.name]
         ix = state.index.get(self.name)

@@ -110,7 +110,7 @@ class Snapshot:
 
 
 # ---------------------------------------------------------------------------------------------
-# The world: the user API of DESIGN.md over one Book and one Pipeline
+# The world: the user API (docs/API.md) over one Book and one Pipeline
 # ---------------------------------------------------------------------------------------------
 
 
@@ -569,7 +569,7 @@ _last_wanted: tuple[WorldSpec, dict[str, tuple[str, ...]]] | None = None
 
 
 def _index(book: Book, spec: WorldSpec) -> None:
-    """Give `book`'s state the table indexes `spec` asks for (`_order.py`), built at once.
+    """Give `book`'s state the table indexes `spec` asks for (`_store/_indexes.py`), built at once.
     A world's genesis and a replay fold their events unindexed, which is faster than
     keeping indexes per event; from here on the reducer keeps them."""
     global _last_wanted

@@ -22,6 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from faultbench.kernel.lowlevel import FAULT_KINDS, MODEL_KINDS
+
 from .._gate._paired import Paired
 from .._gate._report import Group, Run, closest_explained, closest_passing
 from .._gate._stats import pass_hat_k
@@ -44,23 +46,12 @@ DIFF_CANDIDATES = 8
 #: characters of an answer's text kept per call (the full text of huge answers is cut)
 TEXT_LIMIT = 4000
 
-#: fault kind -> colour (the legend); kinds not listed get the last colour
+#: fault kind -> colour (the legend): the kernel's registries' (`FaultKind.colour`, and
+#: `ModelKind.colour` for the model's kinds); anything else (a call's own error, a failed
+#: delivery) gets "other"
 KIND_COLOURS = {
-    "timeout": "#d62728",
-    "timeout_before_commit": "#ff7f0e",
-    "http_500": "#9467bd",
-    "http_502": "#8c564b",
-    "http_503": "#e377c2",
-    "http_429": "#bcbd22",
-    "rate_limit": "#bcbd22",
-    "not_found": "#17becf",
-    "empty_result": "#7f7f7f",
-    "malformed_json": "#1f77b4",
-    "stale_read": "#2ca02c",
-    "duplicate": "#ff9896",
-    "conflict": "#aec7e8",
-    "token_expired": "#ffbb78",
-    "revoked": "#98df8a",
+    **{k.name: k.colour for k in FAULT_KINDS},
+    **{k.name: k.colour for k in MODEL_KINDS},
     "other": "#555555",
 }
 
@@ -118,6 +109,7 @@ def build_report(
     overview: list[dict[str, Any]] = []
     blocks: list[str] = []
     specs: dict[str, WorldSpec | None] = {}
+    seen: set[str] = set()  # the kinds the legend shows: those that happened
     for g_index, group in enumerate(groups):
         decoded: dict[int, list[Event]] = {}
         cells = []
@@ -127,12 +119,14 @@ def build_report(
             detail = _run_detail(group, run, decoded, specs, spec_for or spec_of)
             detail["reproduce"] = reproduce.get(run.nodeid)
             detail["shrink"] = shrinks.get(run.nodeid)
+            seen.update(c["fault"] for c in detail["calls"] if c.get("fault"))
             blocks.append(_script(f"run-{rid}", detail))
         overview.append({**_group_overview(group), "cells": cells})
     data = {
         "title": title,
         "generated": datetime.now().astimezone().isoformat(timespec="seconds"),
         "kinds": KIND_COLOURS,
+        "legend": [k for k in KIND_COLOURS if k in seen],
         "groups": overview,
         "comparisons": [_comparison(groups, *c) for c in comparisons],
     }
@@ -493,7 +487,7 @@ def _model_lane(
     `ModelCalled` to the end of its latency (and a timeout's wait), its fault marked. Returns
     the last end."""
     from faultbench.kernel import ClockAdvanced
-    from faultbench.kernel.lowlevel import iso_time
+    from faultbench.kernel.lowlevel import iso_time, model_kind
 
     ends = {ev.call_id: ev.to for ev in events if isinstance(ev, ClockAdvanced) and ev.call_id}
     lane = len(lanes)
@@ -501,7 +495,7 @@ def _model_lane(
     span = 0.0
     for m in model:
         end = ends.get(f"model#{m.k}", m.at)
-        ok = m.kind not in ("http_429", "http_500", "http_503", "timeout")
+        ok = m.kind is None or not model_kind(m.kind).fails
         meta = {"model": m.model, "started_at": iso_time(m.at), **m.detail}
         span = max(span, _ms(end, origin))
         rows.append(
