@@ -44,7 +44,9 @@ from ._run import (
     Transport,
     agent_helper,
     check_transport,
+    counting_model_requests,
     missing_extra,
+    model_request,
     observe,
     target,
 )
@@ -54,7 +56,7 @@ try:
     import httpx2
     import mcp.types as mcp_types
     import openai
-    from agents import Agent, RunConfig, Runner
+    from agents import Agent, RunConfig, RunHooks, Runner
     from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
     from agents.items import ModelResponse
     from agents.mcp import (
@@ -316,6 +318,7 @@ async def run_agent(
     as `model_faults_world=`).
     """
     agent_kwargs.setdefault("name", "agent")
+    counting_model_requests()
     async with (
         observe(target(mcp)) as seen,
         _connected(_server_for(seen.target, transport)) as server,
@@ -333,6 +336,7 @@ async def run_agent(
                 prompt,
                 max_turns=max_turns,
                 run_config=RunConfig(tracing_disabled=not tracing),
+                hooks=_CountingHooks(),
             )
         except (MaxTurnsExceeded, ModelBehaviorError, openai.APIError) as error:
             failed: Exception | None = error
@@ -340,6 +344,14 @@ async def run_agent(
         else:
             failed = None
     return seen.finish(result, None if result is None else result.final_output, failed)
+
+
+class _CountingHooks(RunHooks[Any]):
+    """Counts each request the run sends its model (`_run.model_request`): a run whose agent
+    never reached its model is a set-up problem for the pytest plugin."""
+
+    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+        model_request()
 
 
 # --- model faults ---------------------------------------------------------------------------

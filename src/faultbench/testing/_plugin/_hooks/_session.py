@@ -25,7 +25,13 @@ from .._ci import (
 )
 from .._compare import compare_spec
 from .._grading import grade_run
-from .._harness import before_first_call, never_awaited, problem, setup_problem
+from .._harness import (
+    before_first_call,
+    never_awaited,
+    never_reached_model,
+    problem,
+    setup_problem,
+)
 from .._logs import Logs
 from .._outputs import Outputs
 from .._usage import group_usage, run_usage, runs_needed
@@ -352,7 +358,7 @@ def _agent_ran(
     """Make a run whose agent never ran a set-up problem (`_plugin/_harness.py`), failed if it
     passed: a gate never passes on runs that tested nothing."""
     calls = item.stash.get(AGENT_CALLS_KEY, [])
-    cause = never_awaited(calls)
+    cause = never_awaited(calls) or never_reached_model(calls)
     if cause is None and report.failed and call.excinfo is not None:
         cause = before_first_call(call.excinfo.value, world, calls)
     if cause is None:
