@@ -39,6 +39,7 @@ from ._stash import (
     AGENT_CALLS_KEY,
     COMMAND_KEY,
     FAULTS_OFF_KEY,
+    PROBLEM_KEY,
     RUN_KEY,
     STOPPED_KEY,
     TOLERATED_KEY,
@@ -172,6 +173,8 @@ class FaultbenchSession:
             data["state_hash"] = world.state_hash()
             grade_run(item, world, report, data)  # policies, expectations, milestones
             run_usage(item, report, world, data)  # figures, and a budget that fails the run
+        if call.when in ("setup", "call") and "problem" in data:
+            item.stash[PROBLEM_KEY] = data["problem"]
         if (
             call.when == "call"
             and report.failed
@@ -194,6 +197,12 @@ class FaultbenchSession:
                 report.user_properties += [
                     ("faultbench_outcome", f"tolerated failure (min_pass_rate={rate:g})"),
                     ("faultbench_failure", tolerated),
+                ]
+            problem_text = item.stash.get(PROBLEM_KEY, None)
+            if problem_text is not None:  # its test case says what it was, as tolerated ones do
+                report.user_properties += [
+                    ("faultbench_outcome", "set-up problem"),
+                    ("faultbench_problem", problem_text),
                 ]
             if world is not None:
                 report.user_properties.append(("faultbench_calls", world.trace.summary()))
@@ -277,7 +286,10 @@ class FaultbenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         send_gate_reports(
             self.config,
-            [(g, gate.ok, self._lines(g), group_properties(g)) for g, gate in counted],
+            [
+                (g, gate.ok, self._lines(g), group_properties(g), bool(gate.errors))
+                for g, gate in counted
+            ],
         )
         json_file = self.config.getoption("faultbench_json", None)
         if json_file:

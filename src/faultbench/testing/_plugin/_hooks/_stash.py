@@ -21,6 +21,7 @@ __all__ = [
     "FAULTS_OFF_KEY",
     "FIXTURES",
     "PLAN_KEY",
+    "PROBLEM_KEY",
     "RUN_KEY",
     "SPECS_KEY",
     "STOPPED_KEY",
@@ -48,6 +49,8 @@ _UNREAD: Any = object()
 FAULTS_OFF_KEY = pytest.StashKey[list[Any]]()
 #: the failure message of a run the gate tolerated
 TOLERATED_KEY = pytest.StashKey[str]()
+#: the cause of a run that was a set-up problem, not an agent failure
+PROBLEM_KEY = pytest.StashKey[str]()
 #: the agent helper calls (`run_agent`) a run's body made
 AGENT_CALLS_KEY = pytest.StashKey[list[Any]]()
 #: the fixtures that make a test one of faultbench's (its async test runs on asyncio here)
