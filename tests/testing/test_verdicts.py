@@ -405,3 +405,23 @@ async def test_no_double_refund(world):
     result = fb.runpytest()
     assert result.ret == 0
     result.stdout.fnmatch_lines(["test_turns.py::test_no_double_refund: 2/2 passed*-> PASS*"])
+
+
+def test_runs_on_the_command_line_below_the_rates_least_make_the_gate_stricter(fb):
+    fb.makepyfile(
+        test_few="""
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(20)
+@pytest.mark.min_pass_rate(0.95)
+def test_refund(world, faultbench_run):
+    world.call("get_order", {"id": "1"})
+    assert faultbench_run.index != 3
+"""
+    )
+    # 20 runs tolerate run3's failure; 5 runs cannot: ceil(0.95 * 5) = 5 must pass
+    assert fb.runpytest("--faultbench-no-early-stop").ret == 0
+    result = fb.runpytest("--runs", "5", "--faultbench-no-early-stop")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["test_few.py::test_refund: 4/5 passed*min_pass_rate=95%*-> FAIL*"])

@@ -44,6 +44,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "@pytest.mark.runs",
     )
     group.addoption(
+        "--faultbench-seed",
+        type=int,
+        metavar="N",
+        default=None,
+        help="seed every test's world with N (its seed rows and its runs' fault draws), "
+        "overriding @pytest.mark.seed and the world file's seed: another sample of the "
+        "same gate; failing runs' reproduce lines carry it",
+    )
+    group.addoption(
         "--faultbench-otel",
         action="store_true",
         default=False,
@@ -80,6 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
     runs = config.getoption("runs", None)
     if runs is not None and runs < 1:
         raise pytest.UsageError(f"Expected --runs N with N >= 1. Instead, received: {runs}")
+    seed = config.getoption("faultbench_seed", None)
+    if seed is not None and seed < 0:
+        raise pytest.UsageError(
+            f"Expected --faultbench-seed N with N >= 0. Instead, received: {seed}"
+        )
     session = FaultbenchSession(config)
     config.stash[SESSION_KEY] = session
     config.stash[SPECS_KEY] = {}

@@ -4,6 +4,7 @@ under `_session.SESSION_KEY`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -68,6 +69,9 @@ def plan_of(node: Any, *, keep: bool = True) -> Plan | None:
         plan = Plan.of(node)
     except ValueError as exc:
         pytest.fail(f"{node.nodeid}: {exc}", pytrace=False)
+    seed = node.config.getoption("faultbench_seed", None)
+    if plan is not None and seed is not None:  # the command line's, over the marker's
+        plan = dataclasses.replace(plan, seed=seed)
     if keep:
         node.stash[PLAN_KEY] = plan
     return plan
