@@ -34,6 +34,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
+from . import _run
 from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
 from ._run import (
     STDIO_START_TIMEOUT,
@@ -44,9 +45,7 @@ from ._run import (
     Transport,
     agent_helper,
     check_transport,
-    counting_model_requests,
     missing_extra,
-    model_request,
     observe,
     target,
 )
@@ -318,7 +317,7 @@ async def run_agent(
     as `model_faults_world=`).
     """
     agent_kwargs.setdefault("name", "agent")
-    counting_model_requests()
+    _run.counting_model_requests()
     async with (
         observe(target(mcp)) as seen,
         _connected(_server_for(seen.target, transport)) as server,
@@ -347,11 +346,10 @@ async def run_agent(
 
 
 class _CountingHooks(RunHooks[Any]):
-    """Counts each request the run sends its model (`_run.model_request`): a run whose agent
-    never reached its model is a set-up problem for the pytest plugin."""
+    """Counts the run's model requests (none: a set-up problem for the pytest plugin)."""
 
     async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
-        model_request()
+        _run.model_request()
 
 
 # --- model faults ---------------------------------------------------------------------------
