@@ -80,7 +80,8 @@ def test_the_graph_sees_every_kind_of_import():
     graph = import_graph()
     # relative, function-level (lazy) and TYPE_CHECKING imports are all edges
     assert "faultbench.kernel._calls" in graph["faultbench.kernel._world._world"]
-    assert "faultbench.serve" in graph["faultbench.testing.plugin"]  # imported inside fixtures
+    fixtures = "faultbench.testing._plugin._hooks._fixtures"
+    assert "faultbench.serve" in graph[fixtures]  # imported inside the fixtures
     assert "faultbench.kernel._store._book" in graph["faultbench.kernel._store._tables"]
 
 

@@ -156,3 +156,48 @@ def test_fault_figures_under_the_gate_and_in_the_json_file(fb):
         ]
     )
     assert gate["verdict"] == ("PASS" if "-> PASS" in out else "FAIL")
+
+
+SETUP_PROBLEMS = """
+import pytest
+
+pytestmark = [pytest.mark.world("world.yaml"), pytest.mark.runs(4), pytest.mark.min_pass_rate(0.5)]
+
+
+@pytest.fixture
+def customer(world):
+    return world.orders.pick(status="no such status")
+
+
+def test_bad_fixture(world, customer):
+    world.call("get_order", {"id": customer.id})
+
+
+def test_raises_before_the_agent(world):
+    order = {"id": "1"}
+    world.call("get_order", {"id": order["number"]})
+"""
+
+
+def test_set_up_problems_are_errors_in_junit_xml_and_their_gates_never_read_green(fb):
+    fb.makepyfile(test_setup=SETUP_PROBLEMS)
+    result = fb.runpytest("--junitxml", "report.xml")
+    assert result.ret == 1
+    cases, xml = _cases(fb.path / "report.xml")
+    suite = next(iter(xml))
+    # a fixture's error (set-up) and an error before the agent's first call (call phase):
+    # both errors, each gate too; nothing counted as an agent failure, nothing green
+    for name in ("test_bad_fixture", "test_raises_before_the_agent"):
+        gate = cases[f"{name}[gate]"]
+        assert not gate.is_passed, name
+        (error,) = gate.result
+        assert isinstance(error, junitparser.Error), (name, error)
+        assert "-> FAIL" in error.text
+        assert _properties(gate)["faultbench_gate"] == "FAIL"
+        run0 = cases[f"{name}[run0]"]
+        assert not run0.is_passed
+        assert _properties(run0)["faultbench_outcome"] == "set-up problem"
+    assert (
+        "KeyError" in _properties(cases["test_raises_before_the_agent[run0]"])["faultbench_problem"]
+    )
+    assert suite.errors >= 3  # the two gates, the fixture's error

@@ -36,6 +36,12 @@ def test_concurrency(world, request):
     assert request.config.getoption("faultbench_concurrency") != 3
 
 
+@pytest.mark.seed(3)
+def test_seed(world, faultbench_run):
+    world.call("get_order", {"id": "1"})
+    assert (world.seed, faultbench_run.world_seed) != (7, 7)  # the command line's, not 3
+
+
 def test_plugin(world, shaped_by_plugin):
     world.call("get_order", {"id": "1"})
     assert shaped_by_plugin == "no"
@@ -55,12 +61,14 @@ CASES = {
     "test_faults": ["--faultbench-faults", TIMEOUTS],
     "test_runs": ["--runs", "8"],
     "test_concurrency": ["--faultbench-concurrency", "3"],
+    "test_seed": ["--faultbench-seed", "7"],
     "test_plugin": ["-p", "shaping_plugin"],
 }
 FAILURE = {
     "test_faults": "assert 2 == 1",
     "test_runs": "assert 6 < 6",
     "test_concurrency": "assert 3 != 3",
+    "test_seed": "assert (7, 7) != (7, 7)",
     "test_plugin": "AssertionError: assert 'yes' == 'no'",
 }
 
@@ -122,3 +130,32 @@ def test_the_launcher_is_the_one_the_user_ran(monkeypatch, env, argv, words):
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(sys, "orig_argv", argv)
     assert launcher() == words
+
+
+def test_the_seed_option_reseeds_every_world_and_is_checked(fb):
+    fb.makepyfile(
+        test_seeded="""
+import pytest
+
+pytestmark = [pytest.mark.world("world.yaml"), pytest.mark.runs(2)]
+
+
+def test_rows(world, faultbench_run):
+    print("ROWS", faultbench_run.index, world.seed, sorted(o.total for o in world.orders.where()))
+"""
+    )
+
+    def rows(*args):
+        result = fb.runpytest("-s", *args)
+        result.assert_outcomes(passed=2)
+        out = result.stdout.lines
+        return sorted(line[line.index("ROWS") :].rstrip(".") for line in out if "ROWS" in line)
+
+    default, again, other = rows(), rows("--faultbench-seed", "11"), rows("--faultbench-seed", "12")
+    assert all(" 11 " in line for line in again)
+    assert rows("--faultbench-seed", "11") == again  # the same seed, the same worlds
+    assert again != other
+    assert again != default
+    bad = fb.runpytest("--faultbench-seed", "-1")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "Expected --faultbench-seed N with N >= 0" in bad.stderr.str()

@@ -280,3 +280,148 @@ async def test_refund(world):
             "run_agent(..., retries=3)",
         ]
     )
+
+
+def test_an_awaited_run_whose_agent_never_reached_its_model_is_a_set_up_problem(fb):
+    # Pydantic AI: the agent's instructions raise before its first model request; the call
+    # was awaited, so it is not "never awaited", and no world call or model call happened
+    fb.makepyfile(
+        test_instr=CAREFUL
+        + """
+from pydantic_ai.models.function import FunctionModel, ModelResponse, TextPart
+
+PROMPTS = {}
+asked = []
+
+
+def model(messages, info):
+    asked.append(1)
+    return ModelResponse(parts=[TextPart("done")])
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(4)
+@pytest.mark.min_pass_rate(0.5)
+async def test_refund(world):
+    run = await run_agent(
+        FunctionModel(model), PROMPT, mcp=world, instructions=lambda: PROMPTS["refund"]
+    )
+    assert run.ok
+"""
+    )
+    result = fb.runpytest()
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "TOLERATED" not in out
+    assert "(tolerated)" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "test_instr.py::test_refund: *-> FAIL*",
+            "    run0 (set-up problem): (no calls)",
+            "        Set-up problem, not an agent failure: pydantic_ai.run_agent(...) was awaited, "
+            "but its agent never sent its model a request (0 model requests)*It ended with "
+            "KeyError: 'refund'*",
+        ]
+    )
+
+
+def test_a_function_model_that_is_reached_is_counted_and_the_gate_passes(fb):
+    fb.makepyfile(
+        test_reached=CAREFUL
+        + """
+from pydantic_ai.models.function import FunctionModel, ModelResponse, TextPart
+
+
+def model(messages, info):
+    return ModelResponse(parts=[TextPart("Nothing to do.")])
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(2)
+async def test_refund(world):
+    run = await run_agent(FunctionModel(model), PROMPT, mcp=world)
+    assert run.ok
+    assert run.output == "Nothing to do."
+"""
+    )
+    result = fb.runpytest()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["test_reached.py::test_refund: 2/2 passed*-> PASS*"])
+
+
+def test_an_agents_sdk_run_that_never_reached_its_model_does_not_pass_its_gate(fb):
+    pytest.importorskip("agents")
+    # max_turns=0: the Runner stops before the first turn and run_agent returns a failed run;
+    # the test's assert holds (no refund was made) and, uncounted, the gate would read PASS
+    fb.makepyfile(
+        test_turns="""
+import pytest
+
+from faultbench.integrations import Reply
+from faultbench.integrations.openai_agents import run_agent, scripted_model
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(3)
+async def test_no_double_refund(world):
+    run = await run_agent(
+        scripted_model(lambda seen: Reply("done")), "Refund order 1", mcp=world, max_turns=0
+    )
+    assert world.trace.count("issue_refund") <= 1
+"""
+    )
+    result = fb.runpytest()
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "-> PASS" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "test_turns.py::test_no_double_refund: *-> FAIL*",
+            "    run0 (set-up problem): (no calls)",
+            "        Set-up problem, not an agent failure: openai_agents.run_agent(...) was "
+            "awaited, but its agent never sent its model a request*MaxTurnsExceeded*",
+        ]
+    )
+
+
+def test_an_agents_sdk_run_that_reached_its_model_passes(fb):
+    pytest.importorskip("agents")
+    fb.makepyfile(
+        test_turns="""
+import pytest
+
+from faultbench.integrations import Reply
+from faultbench.integrations.openai_agents import run_agent, scripted_model
+
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(2)
+async def test_no_double_refund(world):
+    run = await run_agent(scripted_model(lambda seen: Reply("done")), "Refund order 1", mcp=world)
+    assert run.ok
+    assert world.trace.count("issue_refund") <= 1
+"""
+    )
+    result = fb.runpytest()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["test_turns.py::test_no_double_refund: 2/2 passed*-> PASS*"])
+
+
+def test_runs_on_the_command_line_below_the_rates_least_make_the_gate_stricter(fb):
+    fb.makepyfile(
+        test_few="""
+import pytest
+
+@pytest.mark.world("world.yaml")
+@pytest.mark.runs(20)
+@pytest.mark.min_pass_rate(0.95)
+def test_refund(world, faultbench_run):
+    world.call("get_order", {"id": "1"})
+    assert faultbench_run.index != 3
+"""
+    )
+    # 20 runs tolerate run3's failure; 5 runs cannot: ceil(0.95 * 5) = 5 must pass
+    assert fb.runpytest("--faultbench-no-early-stop").ret == 0
+    result = fb.runpytest("--runs", "5", "--faultbench-no-early-stop")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["test_few.py::test_refund: 4/5 passed*min_pass_rate=95%*-> FAIL*"])

@@ -19,6 +19,7 @@ import urllib.request
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
@@ -39,7 +40,9 @@ __all__ = [
     "Transport",
     "agent_helper",
     "check_transport",
+    "counting_model_requests",
     "missing_extra",
+    "model_request",
     "target",
 ]
 
@@ -63,11 +66,64 @@ def agent_helper(
 
     @functools.wraps(func)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> Coroutine[Any, Any, _R]:
-        coroutine = func(*args, **kwargs)
-        note_agent_call(f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}", coroutine)
+        requests = ModelRequests()
+
+        async def run() -> _R:
+            token = _REQUESTS.set(requests)
+            ended: BaseException | None = None
+            try:
+                result = await func(*args, **kwargs)
+                ended = getattr(result, "error", None)
+                return result
+            except BaseException as exc:
+                ended = exc
+                raise
+            finally:
+                _REQUESTS.reset(token)
+                if record is not None and requests.counted:
+                    record.model_requests = requests.count
+                if record is not None and ended is not None:
+                    record.ended = f"{type(ended).__name__}: {ended}".splitlines()[0]
+
+        coroutine = run()
+        record = note_agent_call(f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}", coroutine)
         return coroutine
 
     return call
+
+
+@dataclass
+class ModelRequests:
+    """The requests an agent helper's agent sent its model (`counted`: the framework's module
+    counts them; the pytest plugin tells from a count of 0 a run whose agent never reached
+    its model)."""
+
+    count: int = 0
+    counted: bool = False
+
+
+_REQUESTS: ContextVar[ModelRequests | None] = ContextVar("faultbench_model_requests", default=None)
+
+
+def _helper_frames() -> int:
+    """The frames an agent helper's wrapper adds between its caller and the helper (for a
+    warning's `stacklevel` to point at the caller's line)."""
+    return 0 if _REQUESTS.get() is None else 1
+
+
+def counting_model_requests() -> None:
+    """Say that this agent helper's framework counts its model requests (`model_request`)."""
+    requests = _REQUESTS.get()
+    if requests is not None:
+        requests.counted = True
+
+
+def model_request() -> None:
+    """Count one request the running agent helper's agent sends its model (it reached the
+    model, whatever the model answers: a 429 counts)."""
+    requests = _REQUESTS.get()
+    if requests is not None:
+        requests.count += 1
 
 
 def missing_extra(extra: str, error: ImportError) -> ImportError:
@@ -217,7 +273,7 @@ def target(mcp: World | WorldCalls | str | Sequence[str]) -> Target:
                 "World calls as nobody, so every call that needs a token gets 401. Pass "
                 "WorldCalls(world, principal=NAME) (faultbench.serve), or in a faultbench "
                 "test the mcp_server fixture, which acts as @pytest.mark.principal's NAME.",
-                stacklevel=3,
+                stacklevel=3 + _helper_frames(),
             )
         return InProcess(WorldCalls(mcp))
     if isinstance(mcp, str):
@@ -274,7 +330,7 @@ def _check_serve_command(argv: list[str]) -> None:
             "ignoring this run's seed, run index and faults marker, so every run of the gate "
             "sees the same faults. Use the mcp_command fixture, which serves this run's world "
             "(run_agent(..., mcp=mcp_command)).",
-            stacklevel=4,
+            stacklevel=4 + _helper_frames(),
         )
 
 

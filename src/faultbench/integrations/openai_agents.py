@@ -34,6 +34,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
+from . import _run
 from ._modelfaults import ERROR_KINDS, cut, drop_required, model_world, unparsable
 from ._run import (
     STDIO_START_TIMEOUT,
@@ -54,7 +55,7 @@ try:
     import httpx2
     import mcp.types as mcp_types
     import openai
-    from agents import Agent, RunConfig, Runner
+    from agents import Agent, RunConfig, RunHooks, Runner
     from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
     from agents.items import ModelResponse
     from agents.mcp import (
@@ -316,6 +317,7 @@ async def run_agent(
     as `model_faults_world=`).
     """
     agent_kwargs.setdefault("name", "agent")
+    _run.counting_model_requests()
     async with (
         observe(target(mcp)) as seen,
         _connected(_server_for(seen.target, transport)) as server,
@@ -333,6 +335,7 @@ async def run_agent(
                 prompt,
                 max_turns=max_turns,
                 run_config=RunConfig(tracing_disabled=not tracing),
+                hooks=_CountingHooks(),
             )
         except (MaxTurnsExceeded, ModelBehaviorError, openai.APIError) as error:
             failed: Exception | None = error
@@ -340,6 +343,13 @@ async def run_agent(
         else:
             failed = None
     return seen.finish(result, None if result is None else result.final_output, failed)
+
+
+class _CountingHooks(RunHooks[Any]):
+    """Counts the run's model requests (none: a set-up problem for the pytest plugin)."""
+
+    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+        _run.model_request()
 
 
 # --- model faults ---------------------------------------------------------------------------

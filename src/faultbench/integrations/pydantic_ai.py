@@ -42,7 +42,9 @@ from ._run import (
     Transport,
     agent_helper,
     check_transport,
+    counting_model_requests,
     missing_extra,
+    model_request,
     observe,
     target,
 )
@@ -173,6 +175,9 @@ async def run_agent(
         world = model_world(seen.target, model_faults_world)
         if world is not None and not isinstance(model, FaultyModel):
             model = FaultyModel(model, world)
+        if model is not None:  # None: Agent says it needs one
+            counting_model_requests()
+            model = _CountedModel(model)
         agent: Agent[Any, Any] = Agent(
             model,
             system_prompt=system_prompt or (),
@@ -356,6 +361,34 @@ class FaultyModel(WrapperModel):
         # Streams meet the error kinds and latency; answer kinds need the whole answer, so
         # they apply to `request` only (docs/FAULTS.md).
         self._before()
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
+
+
+class _CountedModel(WrapperModel):
+    """The run's model, each request counted (`_run.model_request`): a run whose agent
+    never reached its model is a set-up problem for the pytest plugin."""
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        model_request()
+        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+
+    @contextlib.asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: Any = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        model_request()
         async with self.wrapped.request_stream(
             messages, model_settings, model_request_parameters, run_context
         ) as stream:

@@ -121,7 +121,7 @@ def wait(head: Admitted | None, calls: int, per_seconds: float, now: datetime) -
     A call counts while it started less than `per_seconds` ago. The wait is rounded up to
     whole seconds (HTTP Retry-After is an integer), so a caller that waits it out is always
     admitted. The same answers as counting every start time in the window (the property test
-    in tests/kernel/test_order.py compares the two).
+    in tests/kernel/store/test_order.py compares the two).
     """
     cutoff = now - timedelta(seconds=per_seconds)
     if calls <= 0:

@@ -76,6 +76,11 @@ class AgentCall:
 
     helper: str
     coroutine: Coroutine[Any, Any, Any]
+    #: the requests the agent sent its model during the call, once it is over (None: not
+    #: over, or a helper that does not count them)
+    model_requests: int | None = None
+    #: what ended the call when it failed (an exception it raised, or its run's error)
+    ended: str | None = None
 
     @property
     def awaited(self) -> bool:
@@ -103,9 +108,12 @@ def recording_agent_calls() -> Iterator[list[AgentCall]]:
             _AGENT_CALLS.set(None)
 
 
-def note_agent_call(helper: str, coroutine: Coroutine[Any, Any, Any]) -> None:
-    """Record that `helper` was called and returned `coroutine` (nothing outside
-    `recording_agent_calls`)."""
+def note_agent_call(helper: str, coroutine: Coroutine[Any, Any, Any]) -> AgentCall | None:
+    """Record that `helper` was called and returned `coroutine`, and return the record, which
+    the helper fills in as it runs (None outside `recording_agent_calls`)."""
     calls = _AGENT_CALLS.get()
-    if calls is not None:
-        calls.append(AgentCall(helper, coroutine))
+    if calls is None:
+        return None
+    call = AgentCall(helper, coroutine)
+    calls.append(call)
+    return call

@@ -69,6 +69,9 @@ def shaping_options(config: pytest.Config) -> list[str]:
     runs = config.getoption("runs", None)
     if runs is not None:
         words += ["--runs", str(runs)]
+    seed = config.getoption("faultbench_seed", None)
+    if seed is not None:
+        words += ["--faultbench-seed", str(seed)]
     faults = config.getoption("faultbench_faults", None)
     if faults is not None:
         words += ["--faultbench-faults", faults]

@@ -47,12 +47,15 @@ def gate_nodeid(group: str) -> str:
 
 def send_gate_reports(
     config: pytest.Config,
-    gates: Sequence[tuple[Any, bool, list[str], list[tuple[str, object]]]],
+    gates: Sequence[tuple[Any, bool, list[str], list[tuple[str, object]], bool]],
 ) -> None:
-    """Report each gate as a test: (group, ok, its lines, its properties)."""
+    """Report each gate as a test: (group, ok, its lines, its properties, whether set-up
+    problems failed it). A gate its set-up problems failed is an error (it failed in its
+    set-up, as a test whose fixture broke: JUnit's `<error>`), one its agent failed a failure
+    (`<failure>`); either way never a passing test case."""
     quiet = [p for name in _QUIET if (p := config.pluginmanager.get_plugin(name)) is not None]
     hook = config.pluginmanager.subset_hook_caller("pytest_runtest_logreport", quiet)
-    for group, ok, lines, properties in gates:
+    for group, ok, lines, properties, setup_problem in gates:
         nodeid = gate_nodeid(group.name)
         path, line = group.location or (group.name.partition("::")[0], None)
         location = (path, line, nodeid.partition("::")[2])
@@ -63,6 +66,8 @@ def send_gate_reports(
             ("call", "passed" if ok else "failed", None if ok else text, []),
             ("teardown", "passed", None, properties),
         ]
+        if not ok and setup_problem:  # no verdict on the agent: an error, as pytest has it
+            phases = [("setup", "failed", text, []), ("teardown", "passed", None, properties)]
         for when, outcome, longrepr, props in phases:
             report = pytest.TestReport(
                 nodeid,

@@ -32,7 +32,13 @@ from typing import Any
 
 import pytest
 
-__all__ = ["before_first_call", "never_awaited", "problem", "setup_problem"]
+__all__ = [
+    "before_first_call",
+    "never_awaited",
+    "never_reached_model",
+    "problem",
+    "setup_problem",
+]
 
 #: packages whose own exceptions mean the run never got an answer from the world's server
 _TRANSPORT = ("mcp", "fastmcp", "anyio")
@@ -148,6 +154,24 @@ def never_awaited(calls: Sequence[Any]) -> str | None:
         f"{names}(...) was called {times} and never awaited, so the agent never ran and the "
         "test checked nothing about it. Make the test `async def` and await the call: "
         "`run = await run_agent(...)`"
+    )
+
+
+def never_reached_model(calls: Sequence[Any]) -> str | None:
+    """The set-up problem of a run with an awaited agent helper call whose agent sent its
+    model no request (its framework counts them: Pydantic AI, the Agents SDK): the agent
+    never ran, whether the call raised, returned a failed run or the test passed anyway.
+    None when every counted call reached its model."""
+    never = [c for c in calls if c.awaited and c.model_requests == 0]
+    if not never:
+        return None
+    call = never[0]
+    why = f" It ended with {call.ended}." if call.ended else ""
+    return (
+        f"{call.helper}(...) was awaited, but its agent never sent its model a request (0 "
+        f"model requests), so the agent never ran and the test checked nothing about it.{why} "
+        "Check what the agent is given before its first turn: the model, the agent's "
+        "settings (max_turns=0, a bad output type...), its tools"
     )
 
 
