@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ._mapping import Mapping, Operation
 from ._names import identifier
-from ._openapi import Mapping, Operation, rest_routable
+from ._openapi import rest_routable
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*(\[[^#\n]*\])?\??")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
