@@ -56,6 +56,10 @@ class Operation:
     ids: str | None = None
     #: query parameter bounds the document declares beyond the tool's (`limit >= 0`)
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: properties every answer carries that the record holds no field for: their answer
+    fill: dict[str, Any] = field(default_factory=dict)
+    #: body properties taking any JSON that the record holds as text (as JSON text)
+    text: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from faultbench.kernel.lowlevel import plural
 from ._document import Document, title_name
 from ._errors import error_schemas
 from ._mapping import Mapping, Operation, Record, schema_ref
-from ._names import fastapi_tool, record_name, resource_words, snake, tool_name
+from ._names import fastapi_tool, identifier, record_name, resource_words, snake, tool_name
 from ._openapi_args import custom_params, required_by_create
 from ._openapi_args import principals as principals_of
 from ._openapi_lists import list_options, natural_keys
@@ -394,6 +394,7 @@ def _operation(
         props, _ = FieldTypes(m.doc, {}).properties(m.doc.deref(ref)[0])
         if m.doc.deref(props["id"])[0].get("type") == "integer" if "id" in props else False:
             out.ids = "integer"  # a world's ids are text: answered as the number they hold
+        _unheld(m.doc, record, ref, op, kind, out)
     if kind == "list" and rec is not None:
         list_options(m.doc, m.skipped, records[rec], params, out)
         out.items, out.envelope, out.total = m.envelope(_node)
@@ -401,3 +402,36 @@ def _operation(
         out.params = custom_params(m.doc, params, op)
         out.answer = answer(m.doc, _node) if _node is not None else None
     return out
+
+
+def _any_json(schema: dict[str, Any]) -> bool:
+    """A schema that accepts any JSON value (`JsonValue: {}`, `{title: Value}`)."""
+    shaping = ("type", "properties", "items", "enum", "const", "anyOf", "oneOf", "allOf", "$ref")
+    return not any(k in schema for k in shaping)
+
+
+def _unheld(
+    doc: Document, record: Record, ref: dict[str, Any], op: dict[str, Any], kind: str,
+    out: Operation,
+) -> None:  # fmt: skip
+    """What the record cannot hold as the document has it: a property every answer carries
+    that is no field (a free-form map, any JSON value) is answered with the smallest value
+    its schema accepts (`fill:`); a write's body property taking any JSON value that the
+    record holds as text is held as its JSON text (`text:`, Airflow's variable `value`)."""
+    props, required = FieldTypes(doc, {}).properties(doc.deref(ref)[0])
+    fill = {
+        name: answer(doc, props[name])
+        for name in sorted(required)
+        if name in props and identifier(name) not in record.fields and name != "id"
+    }
+    out.fill = fill
+    if kind not in ("create", "update"):
+        return
+    _media, body = doc.body(op)
+    given, _ = FieldTypes(doc, {}).properties(body)
+    out.text = [
+        name
+        for name, node in given.items()
+        if _any_json(doc.deref(node)[0])
+        and str(record.fields.get(name, "")).removesuffix("?") == "str"
+    ]

@@ -86,7 +86,11 @@ def required_by_create(
             if k == "id" or k in required or (isinstance(v, dict) and "default" in v):
                 fields[k] = v
             elif default is not None:
-                fields[k] = {"type": v, "default": default}
+                fields[k] = (
+                    {**v, "default": default}
+                    if isinstance(v, dict)
+                    else {"type": v, "default": default}
+                )
             else:
                 fields[k] = optional(v)
         rec.fields = fields
