@@ -118,3 +118,40 @@ def test_what_a_record_cannot_hold_is_answered_as_the_document_says(tmp_path: Pa
         assert httpx.get(f"{base}{made.headers['location']}").json() == run
         page = httpx.get(f"{base}/runs", params={"offset": 10**30}).json()
         assert page == {"runs": [], "total_entries": 1}  # past every row, not refused
+
+
+def test_a_header_parameter_is_an_argument(tmp_path: Path):
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "Echo", "version": "1"},
+        "paths": {"/echo": {"get": {
+            "operationId": "echo",
+            "parameters": [
+                {"name": "X-Depth", "in": "header", "required": True,
+                 "schema": {"type": "integer"}},
+                {"name": "Accept", "in": "header", "schema": _STR},  # transport: no argument
+            ],
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}}},
+        }}},
+    }  # fmt: skip
+    (tmp_path / "echo.json").write_text(json.dumps(doc))
+    imported = import_openapi(tmp_path / "echo.json", handlers_module="echo_handlers")
+    assert "*, x_depth: int) -> Any:" in imported.handlers  # not `accept`
+    (tmp_path / "echo.yaml").write_text(imported.world)
+    (tmp_path / "echo_handlers.py").write_text(imported.handlers)
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        world = load_world(tmp_path / "echo.yaml", faults=False)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert world.spec.operations["echo"].http["headers"] == {"X-Depth": "x_depth"}
+    with serve_in_thread(world, rest=True) as url:
+        base = url.removesuffix("/mcp")
+        missing = httpx.get(f"{base}/echo")
+        assert missing.status_code == 400
+        assert "x_depth" in missing.text
+        assert httpx.get(f"{base}/echo", headers={"X-Depth": "abc"}).status_code == 400
+        assert httpx.get(f"{base}/echo", headers={"X-Depth": "3"}).status_code == 200

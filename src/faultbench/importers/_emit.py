@@ -209,7 +209,18 @@ def _operation_body(op: Operation, handlers: str, anchors: _Anchors) -> dict[str
         http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
         if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
             http["status"] = int(op.status)
-        for name in ("items", "envelope", "total", "key", "ids", "args", "bounds", "fill", "text"):
+        for name in (
+            "items",
+            "envelope",
+            "total",
+            "key",
+            "ids",
+            "args",
+            "bounds",
+            "fill",
+            "text",
+            "headers",
+        ):
             if getattr(op, name):
                 http[name] = getattr(op, name)
         if op.nulls is not None:

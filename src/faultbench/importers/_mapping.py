@@ -58,6 +58,8 @@ class Operation:
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: properties every answer carries that the record holds no field for: their answer
     fill: dict[str, Any] = field(default_factory=dict)
+    #: a custom operation's header parameters: {`X-Request-Id`: `x_request_id`}
+    headers: dict[str, str] = field(default_factory=dict)
     #: body properties taking any JSON that the record holds as text (as JSON text)
     text: list[str] = field(default_factory=list)
 

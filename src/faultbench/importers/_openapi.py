@@ -400,6 +400,7 @@ def _operation(
         out.items, out.envelope, out.total = m.envelope(_node)
     if kind == "custom":
         out.params = custom_params(m.doc, params, op)
+        out.headers = {p.source: p.name for p in out.params if p.where == "header"}
         out.answer = answer(m.doc, _node) if _node is not None else None
     return out
 

@@ -11,6 +11,9 @@ from ._mapping import Operation, Param, Record, schema_ref
 from ._names import identifier
 from ._shapes import Decl, FieldTypes
 
+#: headers that carry the request, not an argument (`Idempotency-Key` has its own rule)
+_TRANSPORT = {"authorization", "content-type", "accept", "content-length", "idempotency-key"}
+
 
 def _annotation(doc: Document, node: Any) -> str:
     schema, _ = doc.deref(node)
@@ -46,6 +49,14 @@ def custom_params(doc: Document, params: list[dict[str, Any]], op: dict[str, Any
         out.append(Param(name, source, where, _annotation(doc, node), required, text[:300]))
 
     for p in params:
+        if p.get("in") == "header" and str(p["name"]).lower() not in _TRANSPORT:
+            add(
+                str(p["name"]),
+                "header",
+                p.get("schema"),
+                bool(p.get("required")),
+                p.get("description"),
+            )
         if p.get("in") in ("path", "query"):
             add(
                 str(p["name"]),

@@ -220,6 +220,9 @@ async def _arguments(
             given["id"] = value
         else:
             given[_key(name, props)] = value
+    for header, arg in (op.http.get("headers") or {}).items():  # header parameters
+        if header in request.headers:
+            given[arg] = request.headers[header]
     idem = getattr(op, "idempotency", None)
     header = request.headers.get("idempotency-key")
     if idem is not None and header:  # Stripe's and others' header: the declared key argument
