@@ -454,6 +454,7 @@ def test_stripe_charges_customers_and_refunds(stripe_slice):
     assert lc["http"] == {
         "method": "GET", "path": "/v1/charges", "items": "data",
         "envelope": {"has_more": False, "object": "list", "url": ""}, "nulls": [],
+        "fill": {"metadata": {}},  # required, a free-form map no field holds
     }  # fmt: skip
     assert ops["create_refund"]["kind"] == "create"
     assert ops["get_customer"]["kind"] == "get"  # anyOf [customer, deleted_customer]

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ._mapping import Mapping, Operation
 from ._names import identifier
-from ._openapi import Mapping, Operation, rest_routable
+from ._openapi import rest_routable
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*(\[[^#\n]*\])?\??")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -208,7 +209,18 @@ def _operation_body(op: Operation, handlers: str, anchors: _Anchors) -> dict[str
         http: dict[str, Any] = {"method": op.method.upper(), "path": op.path}
         if op.status and op.status.isdigit() and op.status.startswith("2") and op.status != "200":
             http["status"] = int(op.status)
-        for name in ("items", "envelope", "total", "key", "ids", "args", "bounds"):
+        for name in (
+            "items",
+            "envelope",
+            "total",
+            "key",
+            "ids",
+            "args",
+            "bounds",
+            "fill",
+            "text",
+            "headers",
+        ):
             if getattr(op, name):
                 http[name] = getattr(op, name)
         if op.nulls is not None:

@@ -9,11 +9,9 @@ The rules (docs/IMPORT.md says them for users):
   thing -> `create`; `GET /things/{id}` -> `get`; `PUT|PATCH|POST /things/{id}` -> `update`;
   `DELETE /things/{id}` -> `delete` (of the record its path's other methods name). Anything
   else -> `custom`, with a generated handler whose answer the response schema accepts.
-- A list's query parameters that name a field of its record become filters (`eq`, `in` for
-  arrays, the range operators a deepObject `{gt, gte, lt, lte}` parameter offers); its
-  paging parameters set `page:` (cursor or offset) and are not filters.
-- Security schemes become principals (one per scheme, with the OAuth2 scopes it defines);
-  an operation's first security requirement gives its `scopes:`.
+- A list's query parameters that name a field of its record become filters, and its paging
+  parameters set `page:` (`_openapi_lists.py`); security schemes become principals and an
+  operation's first security requirement gives its `scopes:` (`_openapi_args.py`).
 """
 
 from __future__ import annotations
@@ -21,114 +19,25 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from faultbench.kernel.lowlevel import plural
 
 from ._document import Document, title_name
 from ._errors import error_schemas
+from ._mapping import Mapping, Operation, Record, schema_ref
 from ._names import fastapi_tool, identifier, record_name, resource_words, snake, tool_name
+from ._openapi_args import custom_params, required_by_create
+from ._openapi_args import principals as principals_of
+from ._openapi_lists import list_options, natural_keys
 from ._shapes import Decl, FieldTypes, answer, null_paths
 
 _ITEM_PATH = re.compile(r".*/\{[^/{}]+\}/?$")
 _ENVELOPE = ("data", "items", "results", "records", "entries", "values", "value", "list", "content")
-_CURSOR = {
-    "starting_after", "ending_before", "after", "before", "cursor", "page_token",
-    "pagetoken", "next_token", "continuation_token", "marker", "next_page_token",
-}  # fmt: skip
-_OFFSET = {"offset", "start", "skip", "page", "pagenumber", "page_number"}
-_SIZE = {"limit", "page_size", "pagesize", "per_page", "size", "rows", "max_results", "top"}
-_NOT_FILTERS = {"expand", "fields", "include", "select"}
-_RANGE = ("gt", "gte", "lt", "lte")
 #: integer properties of a list's envelope that carry the count of every match
 _TOTALS = ("total_entries", "total", "total_count", "totalcount", "total_results", "count")
-#: query parameters that search a list by text (on its record's key or name)
-_SEARCH = ("search", "q", "query")
 _SNAKE_ID = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 _WRITE_METHODS = ("put", "patch", "post")
-
-
-# ---------------------------------------------------------------------------------------------
-# What the mapping decides
-# ---------------------------------------------------------------------------------------------
-# Plain data: the emitter (_emit.py) writes it, the report counts it.
-
-
-@dataclass
-class Param:
-    """One argument of a custom operation's generated handler."""
-
-    name: str  # a Python identifier
-    source: str  # the name in the document
-    where: str  # path, query, header, cookie or body
-    annotation: str
-    required: bool
-    description: str = ""
-
-
-@dataclass
-class Operation:
-    tool: str
-    service: str
-    kind: str
-    method: str
-    path: str
-    operation_id: str
-    record: str | None = None
-    description: str | None = None
-    filter: dict[str, list[str]] = field(default_factory=dict)
-    page: dict[str, Any] | None = None
-    sort: list[str] = field(default_factory=list)
-    scopes: list[str] = field(default_factory=list)
-    idempotency_key: str | None = None
-    params: list[Param] = field(default_factory=list)
-    answer: Any = None
-    status: str | None = None
-    items: str | None = None  # a list answer's envelope key for its rows
-    envelope: dict[str, Any] | None = None  # the rest of that answer
-    #: declared error bodies: {status key: (component name or None, inlined JSON Schema)}
-    errors: dict[str, tuple[str | None, Any]] = field(default_factory=dict)
-    #: a record's answers: the properties answered as null when unset (others left out)
-    nulls: list[str] | None = None
-    #: the envelope's integer property that carries the count of every match
-    total: str | None = None
-    #: the record's natural key (the property its path parameter names), when not `id`
-    key: str | None = None
-    #: request names that are other tool arguments: {`pool_name_pattern`: `name_like`};
-    #: `name_like %{}%` puts the request's value where `{}` is
-    args: dict[str, str] = field(default_factory=dict)
-    #: "integer" where the record's schema declares its `id` an integer (answered as one)
-    ids: str | None = None
-    #: query parameter bounds the document declares beyond the tool's (`limit >= 0`)
-    bounds: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass
-class Record:
-    name: str
-    service: str
-    schema_name: str
-    fields: dict[str, Decl]
-    description: str | None = None
-    key: str | None = None  # the natural key (`name`) standing for the id under --rest
-
-
-@dataclass
-class Mapping:
-    """What the importer decided: the world's parts and the coverage report's facts."""
-
-    name: str
-    title: str
-    version: str
-    records: dict[str, Record]
-    operations: list[Operation]
-    principals: dict[str, list[str]]
-    skipped: list[dict[str, str]]
-    fields_skipped: list[dict[str, str]]
-    notes: list[str]
-    total_operations: int
-    total_schemas: int
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,11 +305,7 @@ def map_document(
         service = _service(op, path)
         rec = schema_records.get(schema) if schema is not None else None
         if rec is not None and rec not in records:
-            sch, _ = (
-                doc.deref({"$ref": f"#/components/schemas/{_escape(schema)}"})
-                if schema
-                else ({}, None)
-            )
+            sch, _ = doc.deref(schema_ref(schema)) if schema else ({}, None)
             fields = types.fields(sch, rec, depth=0, stack=(schema,) if schema else ())
             fields = _with_id(fields)
             desc = sch.get("description") or sch.get("title")
@@ -413,9 +318,9 @@ def map_document(
         for o in operations:
             if o.kind in ("create", "update", "delete"):
                 o.idempotency_key = "idempotency_key"
-    _required_by_create(doc, records, operations, chosen)
-    _natural_keys(records, operations)
-    principals = _principals(doc, chosen, operations)
+    required_by_create(doc, records, operations, chosen)
+    natural_keys(records, operations)
+    principals = principals_of(doc, chosen, operations)
     return Mapping(
         name=title_name(doc)[:40],
         title=str(doc.info.get("title") or ""),
@@ -442,10 +347,6 @@ def rest_routable(path: str) -> bool:
     path with a query (`/responses?beta=true`) or a fragment (`/files/{id}#add_shared_link`),
     which HTTP routing cannot tell apart."""
     return "?" not in path and "#" not in path
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _with_id(fields: dict[str, Decl]) -> dict[str, Decl]:
@@ -488,308 +389,50 @@ def _operation(
     out.errors = error_schemas(m.doc, op)
     if rec is not None:
         record = records[rec]
-        ref = {"$ref": f"#/components/schemas/{_escape(record.schema_name)}"}
+        ref = schema_ref(record.schema_name)
         out.nulls = null_paths(m.doc, ref, record.fields)
         props, _ = FieldTypes(m.doc, {}).properties(m.doc.deref(ref)[0])
         if m.doc.deref(props["id"])[0].get("type") == "integer" if "id" in props else False:
             out.ids = "integer"  # a world's ids are text: answered as the number they hold
+        _unheld(m.doc, record, ref, op, kind, out)
     if kind == "list" and rec is not None:
-        _list_options(m, records[rec], params, out)
+        list_options(m.doc, m.skipped, records[rec], params, out)
         out.items, out.envelope, out.total = m.envelope(_node)
     if kind == "custom":
-        out.params = _custom_params(m, params, op)
+        out.params = custom_params(m.doc, params, op)
+        out.headers = {p.source: p.name for p in out.params if p.where == "header"}
         out.answer = answer(m.doc, _node) if _node is not None else None
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Lists, custom arguments, create's required fields
-# ---------------------------------------------------------------------------------------------
-# A list's filters and pages from its query; a custom handler's arguments.
+def _any_json(schema: dict[str, Any]) -> bool:
+    """A schema that accepts any JSON value (`JsonValue: {}`, `{title: Value}`)."""
+    shaping = ("type", "properties", "items", "enum", "const", "anyOf", "oneOf", "allOf", "$ref")
+    return not any(k in schema for k in shaping)
 
 
-def _list_options(m: _Mapper, record: Record, params: list[dict[str, Any]], out: Operation) -> None:
-    by_name = {snake(k): k for k in record.fields}
-    cursor = offset = False
-    for p in params:
-        if p.get("in") != "query":
-            continue
-        pname = str(p["name"])
-        low = pname.lower()
-        schema, _ = m.doc.deref(p.get("schema"))
-        if low in _CURSOR:
-            cursor = True
-            continue
-        if low in _OFFSET:
-            # a page *token* (Stripe's search `page`) is a cursor, a page number an offset
-            cursor, offset = (True, offset) if schema.get("type") == "string" else (cursor, True)
-            continue
-        if low in _SIZE:
-            default = schema.get("default")
-            maximum = schema.get("maximum")
-            minimum = schema.get("minimum")
-            size = default if isinstance(default, int) and default > 0 else 10
-            if isinstance(maximum, int) and maximum >= size:
-                top = maximum
-            elif isinstance(minimum, int) and not isinstance(minimum, bool):
-                top = _NO_MAX  # bounded below only: any size the document allows
-            else:
-                top = max(size, 100)
-            out.page = {"size": size, "max_size": top}
-            if pname != "limit":
-                out.args[pname] = "limit"
-            if isinstance(minimum, int) and not isinstance(minimum, bool) and maximum is None:
-                out.bounds["limit"] = {"minimum": minimum}  # and no maximum
-            continue
-        if low in _OFFSET and pname != "offset":
-            out.args[pname] = "offset"
-        if low in _NOT_FILTERS:
-            continue
-        described = {**schema, "description": p.get("description") or schema.get("description")}
-        searched = _searched(pname, described, record)
-        if searched is not None:
-            field_, op = searched
-            out.filter.setdefault(field_, [])
-            if op not in out.filter[field_]:
-                out.filter[field_].append(op)
-            out.args[pname] = f"{field_}_{op}"
-            if op == "like":  # anywhere in the text, as `ILIKE '%text%'`
-                out.args[pname] += " %{}%"
-            continue
-        if low in ("sort", "order", "order_by", "orderby", "sort_by", "sortby"):
-            out.sort = _sort_keys(schema, record)
-            continue
-        fname = by_name.get(snake(pname))
-        decl = record.fields.get(fname) if fname else None
-        if fname is None or decl is None or not isinstance(decl, str) or decl.startswith("list["):
-            m.skipped.append(
-                {
-                    "method": out.method.upper(),
-                    "path": out.path,
-                    "why": f"query parameter {pname!r} is not a filter: no flat field of {record.name} is called that",
-                    "part": "parameter",
-                }
-            )
-            continue
-        out.filter[fname] = _operators(m, schema, decl)
-    if cursor or offset:
-        page = out.page or {"size": 10, "max_size": 100}
-        out.page = {"style": "cursor" if cursor else "offset", **page}
-    elif out.page is not None:
-        out.page = None  # a size alone pages nothing: the first page is all an agent could see
-
-
-#: `limit`'s max_size where the document bounds it below only
-_NO_MAX = 10_000  # the most a world's page may hold
-
-
-def field_named(name: str, record: Record) -> str | None:
-    """The flat text-or-scalar field of `record` that a parameter names: the name itself
-    (`dag_id`), the name without the record's own before it (`pool_name` of a pool ->
-    `name`, `backfill_id` -> `id`), or its last word (`variable_key` -> `key`)."""
-    by_name = {snake(k): k for k in record.fields if isinstance(record.fields[k], str)}
-    words = snake(name).split("_")
-    own = record.name.split("_")
-    candidates = [snake(name)]
-    if words[: len(own)] == own:
-        candidates.append("_".join(words[len(own) :]))
-    candidates.append(words[-1])
-    return next((by_name[c] for c in candidates if c in by_name), None)
-
-
-def _searched(pname: str, schema: dict[str, Any], record: Record) -> tuple[str, str] | None:
-    """(field, operator) for a query parameter that searches by text: `<field>_pattern` and
-    `search`/`q` (on the record's name, title, label or key) are `like` where the
-    description speaks of SQL LIKE or `%` (the text then matches anywhere, as `ILIKE
-    '%text%'` does), else `contains`; `<field>_prefix_pattern` is `prefix`."""
-    low = snake(pname)
-    op = "prefix" if low.endswith("_prefix_pattern") else None
-    if low.endswith("_pattern"):
-        base = low[: -len("_prefix_pattern")] if op else low[: -len("_pattern")]
-        fname = field_named(base, record)
-    elif low in _SEARCH:
-        fname = next((f for f in ("name", "title", "label", "key") if f in record.fields), None)
-    else:
-        return None
-    if fname is None or str(record.fields.get(fname, "")).rstrip("?") != "str":
-        return None
-    text = f"{schema.get('description', '')}".lower()
-    if op is None:
-        op = "like" if "like" in text or "%" in text else "contains"
-    return fname, op
-
-
-def _natural_keys(records: dict[str, Record], operations: list[Operation]) -> None:
-    """A record that declares no `id` and whose get names it by a path parameter that is one
-    of its properties (`GET /pools/{pool_name}` of a pool with a `name`): that property is
-    its id under `serve --rest` (`http: {key: name}`), and its answers leave `id` out."""
-    for op in operations:
-        if op.kind != "get" or op.record is None or records[op.record].key is not None:
-            continue
-        rec = records[op.record]
-        names = re.findall(r"\{([^{}/]+)\}", op.path)
-        if not names or "id" in rec.fields:
-            continue
-        key = field_named(names[-1], rec)
-        if key is not None and key != "id":
-            rec.key = key
-    for op in operations:
-        if op.record is not None and records[op.record].key is not None:
-            op.key = records[op.record].key
-
-
-def _operators(m: _Mapper, schema: dict[str, Any], decl: str) -> list[str]:
-    ops: list[str] = []
-    variants = [
-        schema,
-        *(m.doc.deref(v)[0] for v in [*(schema.get("anyOf") or []), *(schema.get("oneOf") or [])]),
+def _unheld(
+    doc: Document, record: Record, ref: dict[str, Any], op: dict[str, Any], kind: str,
+    out: Operation,
+) -> None:  # fmt: skip
+    """What the record cannot hold as the document has it: a property every answer carries
+    that is no field (a free-form map, any JSON value) is answered with the smallest value
+    its schema accepts (`fill:`); a write's body property taking any JSON value that the
+    record holds as text is held as its JSON text (`text:`, Airflow's variable `value`)."""
+    props, required = FieldTypes(doc, {}).properties(doc.deref(ref)[0])
+    fill = {
+        name: answer(doc, props[name])
+        for name in sorted(required)
+        if name in props and identifier(name) not in record.fields and name != "id"
+    }
+    out.fill = fill
+    if kind not in ("create", "update"):
+        return
+    _media, body = doc.body(op)
+    given, _ = FieldTypes(doc, {}).properties(body)
+    out.text = [
+        name
+        for name, node in given.items()
+        if _any_json(doc.deref(node)[0])
+        and str(record.fields.get(name, "")).removesuffix("?") == "str"
     ]
-    for v in variants:
-        props = v.get("properties") or {}
-        if v.get("type") == "array":
-            ops.append("in")
-        elif props and set(props) & set(_RANGE):
-            ops.extend(o for o in _RANGE if o in props)
-        elif v.get("type") in ("string", "integer", "number", "boolean") or "enum" in v:
-            ops.append("eq")
-    ops = list(dict.fromkeys(ops or ["eq"]))
-    if decl.startswith(("bool", "ref[", "enum[")):
-        ops = [o for o in ops if o in ("eq", "in")] or ["eq"]
-    return ops
-
-
-def _sort_keys(schema: dict[str, Any], record: Record) -> list[str]:
-    values = schema.get("enum") or _items_enum(schema)
-    keys = []
-    for v in values:
-        text = str(v)
-        name = text.lstrip("+-").split(":")[0]
-        if name in record.fields:
-            keys.append(f"-{name}" if text.startswith("-") or text.endswith(":desc") else name)
-    return list(dict.fromkeys(keys))
-
-
-def _items_enum(schema: dict[str, Any]) -> list[Any]:
-    items = schema.get("items")
-    return list(items.get("enum") or []) if isinstance(items, dict) else []
-
-
-def _annotation(m: _Mapper, node: Any) -> str:
-    schema, _ = m.doc.deref(node)
-    from ._shapes import _types, enum_type
-
-    types, nullable = _types(schema)
-    kind = types[0] if len(types) == 1 else None
-    if kind == "string" and isinstance(schema.get("enum"), list) and enum_type(schema["enum"]):
-        values = [v for v in schema["enum"] if isinstance(v, str) and v]
-        text = f"Literal[{', '.join(repr(v) for v in dict.fromkeys(values))}]"
-    else:
-        text = {
-            "string": "str",
-            "integer": "int",
-            "number": "float",
-            "boolean": "bool",
-            "array": "list",
-            "object": "dict",
-        }.get(kind or "", "Any")
-    return f"{text} | None" if nullable and text != "Any" else text
-
-
-def _custom_params(m: _Mapper, params: list[dict[str, Any]], op: dict[str, Any]) -> list[Param]:
-    out: list[Param] = []
-    seen = {"world", "clock"}
-
-    def add(source: str, where: str, node: Any, required: bool, description: Any) -> None:
-        name = identifier(source, "arg")
-        while name in seen:
-            name = f"{name}_{where}"
-        seen.add(name)
-        text = " ".join(str(description or "").split())
-        out.append(Param(name, source, where, _annotation(m, node), required, text[:300]))
-
-    for p in params:
-        if p.get("in") in ("path", "query"):
-            add(
-                str(p["name"]),
-                str(p["in"]),
-                p.get("schema"),
-                bool(p.get("required")) or p.get("in") == "path",
-                p.get("description"),
-            )
-    media, body = m.doc.body(op)
-    if media is not None:
-        props, required = FieldTypes(m.doc, {}).properties(body)
-        for pname, pnode in props.items():
-            sub, _ = m.doc.deref(pnode)
-            add(pname, "body", pnode, pname in required, sub.get("description"))
-    return out
-
-
-def _required_by_create(
-    doc: Document, records: dict[str, Record], operations: list[Operation], chosen: list[Any]
-) -> None:
-    """A field the API's create does not require is optional in the world, so the create
-    tool takes what the API takes (a field answered but set by the server stays optional);
-    one the answer must carry (required, not nullable) gets a default instead, the value
-    the server would set: the schema's default, its first enum value, else the smallest."""
-    from ._shapes import optional, server_default
-
-    for op, (_path, _method, raw, _item) in zip(operations, chosen):
-        if op.kind != "create" or op.record is None:
-            continue
-        _media, body = doc.body(raw)
-        _props, required = FieldTypes(doc, {}).properties(body)
-        rec = records[op.record]
-        answered, _ = doc.deref({"$ref": f"#/components/schemas/{_escape(rec.schema_name)}"})
-        props, must = FieldTypes(doc, {}).properties(answered)
-        fields: dict[str, Decl] = {}
-        for k, v in rec.fields.items():
-            default = server_default(doc, props.get(k), v) if k in must else None
-            if k == "id" or k in required or (isinstance(v, dict) and "default" in v):
-                fields[k] = v
-            elif default is not None:
-                fields[k] = {"type": v, "default": default}
-            else:
-                fields[k] = optional(v)
-        rec.fields = fields
-
-
-# ---------------------------------------------------------------------------------------------
-# Auth
-# ---------------------------------------------------------------------------------------------
-# Security schemes as principals; an operation's scopes.
-
-
-def _principals(
-    doc: Document, chosen: list[Any], operations: list[Operation]
-) -> dict[str, list[str]]:
-    comps = doc.data.get("components") or {}
-    schemes = comps.get("securitySchemes") if isinstance(comps, dict) else None
-    if not isinstance(schemes, dict) or not schemes:
-        return {}
-    default = doc.data.get("security")
-    used: dict[str, list[str]] = {}
-    for op, (_p, _m, raw, _i) in zip(operations, chosen):
-        alternatives = [a for a in raw.get("security", default) or [] if isinstance(a, dict)]
-        scoped = next((a for a in alternatives if any(a.values())), None)
-        op.scopes = (
-            list(dict.fromkeys(str(s) for ss in scoped.values() for s in ss or []))
-            if scoped
-            else []
-        )
-        for alt in alternatives:
-            for scheme, scopes in alt.items():
-                # a scheme without scopes (an API key) admits the call by itself: its
-                # principal holds the scopes the operation asks of the others
-                granted = [str(s) for s in scopes or []] if any(alt.values()) else op.scopes
-                used.setdefault(str(scheme), []).extend(granted)
-    principals: dict[str, list[str]] = {}
-    order = list(schemes)
-    for scheme in sorted(used, key=lambda s: (order.index(s) if s in order else len(order), s)):
-        body, _ = doc.deref(schemes.get(scheme, {}))
-        scopes = list(used[scheme])
-        for flow in (body.get("flows") or {}).values():
-            if isinstance(flow, dict):
-                scopes.extend(str(s) for s in (flow.get("scopes") or {}))
-        principals[identifier(scheme, "principal")] = list(dict.fromkeys(scopes))
-    return principals

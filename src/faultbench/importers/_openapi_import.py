@@ -8,8 +8,9 @@ from typing import Any
 
 from ._document import Document, ImportProblem, read_document
 from ._emit import handlers_text, world_text
+from ._mapping import Mapping
 from ._names import identifier
-from ._openapi import Mapping, map_document
+from ._openapi import map_document
 
 __all__ = ["ImportProblem", "ImportedWorld", "import_openapi"]
 

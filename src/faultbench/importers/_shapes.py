@@ -127,8 +127,8 @@ class FieldTypes:
 
     def declare(self, node: Any, where: str, *, depth: int, stack: tuple[str, ...]) -> Decl | None:
         schema, name = self.doc.deref(node)
-        if name is not None and name in self.records:
-            return f"ref[{self.records[name]}]"
+        # a record's schema itself is the object embedded (FAB's role holds its
+        # `actions`, not their ids); an id-or-object choice is a ref (`_choice`)
         if name is not None and name in stack:
             return self._skip(where, f"refers back to {name} (a cycle)")
         if name is not None:
@@ -343,19 +343,29 @@ def _nullable(doc: Document, schema: dict[str, Any]) -> bool:
 
 
 def server_default(doc: Document, node: Any, decl: Decl) -> Any:
-    """The value a server would give a required, non-nullable scalar property a create left
-    out (the schema's default, its first enum value, else the smallest), or None (not a
-    scalar, nullable, or a reference to another record)."""
-    if node is None or not isinstance(decl, str) or decl.endswith("?"):
+    """The value a server would give a required, non-nullable property a create left out
+    (the schema's default, its first enum value, an empty list, a date-time or other
+    format's example, else the smallest), or None (an object, nullable, a reference to
+    another record, or text whose pattern no smallest value is sure to match)."""
+    if isinstance(decl, str):
+        if decl.endswith("?"):
+            return None
+    elif "list" not in decl or decl.get("optional"):
+        return None
+    if node is None:
         return None
     schema, _ = doc.deref(node)
     if _nullable(doc, schema):
         return None
     if "default" in schema and schema["default"] is not None:
         return schema["default"]
+    if not isinstance(decl, str) or decl.startswith("list["):
+        return [] if not schema.get("minItems") else None  # `created_dagruns`: none yet
     if decl.startswith("enum["):
         values = [v for v in schema.get("enum") or [] if isinstance(v, str) and v]
         return values[0] if values else None
+    if decl in ("str", "datetime") and schema.get("format") in _FORMATS:
+        return _FORMATS[schema["format"]]  # a server-set `created_at`: the clock's start
     if decl == "str" and ("format" in schema or "pattern" in schema):
         return None  # no smallest text is sure to match (a number's format, unix-time, is)
     minimum = schema.get("minimum", 0)

@@ -170,13 +170,20 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
         if kind == "array":
             return [coerce(value, schema.get("items") or {})]
         return value
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)  # JSON's 10043.0 is an integer (JSON Schema says so too)
     if isinstance(value, dict) and kind == "array":
         value = [value[k] for k in sorted(value, key=lambda k: int(k) if k.isdigit() else 0)]
     if isinstance(value, list):
         return [coerce(v, schema.get("items") or {}) for v in value]
     if isinstance(value, dict):
         props = schema.get("properties") or {}
-        return {k: coerce(v, props.get(k) or {}) for k, v in value.items()}
+        # an object field's keys it does not take are ignored, as the top level's are
+        return {
+            k: coerce(v, props[k] if props else {})
+            for k, v in value.items()
+            if k in props or not props
+        }
     return value
 
 
@@ -216,6 +223,9 @@ async def _arguments(
             given["id"] = value
         else:
             given[_key(name, props)] = value
+    for header, arg in (op.http.get("headers") or {}).items():  # header parameters
+        if header in request.headers:
+            given[arg] = request.headers[header]
     idem = getattr(op, "idempotency", None)
     header = request.headers.get("idempotency-key")
     if idem is not None and header:  # Stripe's and others' header: the declared key argument
@@ -325,6 +335,7 @@ def respond(
             value = {**value, "data": without_nulls(value["data"], keep, "")}  # a page's rows
         else:
             value = without_nulls(value, keep, "")
+    value = contract.filled(op.http, op.kind, value)
     if op.http.get("total") or op.http.get("key") or op.http.get("ids"):  # the document's shape
         value = contract.shape(op.http, op.kind, value, floor)
         status = int(op.http.get("status", 200))

@@ -9,6 +9,10 @@
   the world's text id holds.
 - `total: total_entries`: a list answers exactly `{**envelope, <items>: rows, <total>: every
   match}`, without the world's own `data`, `has_more`, `total` or `next_cursor`.
+- `fill: {conf: {}}`: properties every answer carries that the record holds no field for (a
+  free-form map, any JSON value), answered with that value.
+- `text: [value]`: body properties the document takes as any JSON and the record holds as
+  text: a value that is not text is held as its JSON text (Airflow's variables).
 - `bounds: {limit: {minimum: 0}}`: the document's bounds of `limit` where the world's (1 to
   `max_size`) are narrower: `limit=0` answers no rows and the total, a limit above
   `max_size` with no declared maximum answers `max_size` rows.
@@ -21,6 +25,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from faultbench.kernel import World
 
 _VALIDATION = ("400", "422")
+_I64 = (-(2**63), 2**63 - 1)
 
 
 def rename(http: dict[str, Any], kind: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -52,6 +58,9 @@ def rename(http: dict[str, Any], kind: str, given: dict[str, Any]) -> dict[str, 
         if template and isinstance(v, str):
             v = template.replace("{}", v)
         out[arg] = v
+    for name in http.get("text") or ():  # any JSON, held as its JSON text
+        if name in out and not isinstance(out[name], str | None):
+            out[name] = json.dumps(out[name], ensure_ascii=False)
     key = http.get("key")
     value = out.get(key) if key else None
     # an empty key names no path (`/pools/`): the world gives that record an id of its own
@@ -81,7 +90,13 @@ def _nullable(schema: dict[str, Any]) -> bool:
 def page_limit(http: dict[str, Any], page: Any, args: dict[str, Any]) -> int | None:
     """A limit the document allows outside the world's 1 to `max_size` (`bounds: {limit:
     {minimum: 0}}`, no maximum): the call asks for the nearest the world takes, and the
-    answer keeps at most the limit asked for (returned); None for any other request."""
+    answer keeps at most the limit asked for (returned); None for any other request.
+    A list's integer past 64 bits (`offset=10**30`, which the API's own server takes) is
+    the nearest a world holds: past every row all the same."""
+    if page is not None:
+        for k, v in args.items():
+            if isinstance(v, int) and not isinstance(v, bool) and not _I64[0] <= v <= _I64[1]:
+                args[k] = max(_I64[0], min(v, _I64[1]))
     bounds = (http.get("bounds") or {}).get("limit")
     limit = args.get("limit")
     if not isinstance(bounds, dict) or not isinstance(limit, int) or page is None:
@@ -116,6 +131,17 @@ def shape(http: dict[str, Any], kind: str, value: Any, cut: int | None) -> Any:
     elif http.get("ids") == "integer":
         value = _int_ids(value, items if kind == "list" else None)
     return value
+
+
+def filled(http: dict[str, Any], kind: str, value: Any) -> Any:
+    """`fill:`: a record's answer given the properties it holds no field for."""
+    fill = http.get("fill")
+    if not fill or kind == "delete":
+        return value
+    items = http.get("items") if kind == "list" else None
+    if kind == "list" and isinstance(value, dict) and isinstance(value.get("data"), list):
+        items = "data"  # a page's rows, before the document's envelope
+    return _each_row(value, items, lambda r: {**fill, **r})
 
 
 def _each_row(value: Any, items: str | None, row: Callable[[dict[str, Any]], Any]) -> Any:

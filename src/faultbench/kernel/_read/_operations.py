@@ -31,7 +31,7 @@ OPERATION_KEYS = (
 )  # fmt: skip
 HTTP_KEYS = (
     "method", "path", "status", "items", "envelope", "errors", "nulls", "total", "key", "args",
-    "bounds", "ids",
+    "bounds", "ids", "fill", "text", "headers",
 )  # fmt: skip
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _HTTP_PATH = re.compile(r"/[^\s?#]*")
@@ -172,7 +172,10 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         `nulls:`, the properties answered as null when unset, the others being left out;
         `total:`, a list envelope's property counting every match; `key:`, the property that
         is the record's id; `args:`, request names of other tool arguments; `bounds:`,
-        the document's own bounds of an argument; `ids: integer`, ids answered as numbers)."""
+        the document's own bounds of an argument; `ids: integer`, ids answered as numbers;
+        `fill:`, answers of properties the record holds no field for; `text:`, body
+        properties taking any JSON that a text field holds as JSON text; `headers:`,
+        request headers that are arguments)."""
         if "http" not in decl:
             return None
         value = decl["http"]
@@ -227,6 +230,22 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
                 "bounds",
                 "bounds must map arguments to {minimum:}, e.g. {limit: {minimum: 0}}",
             )
+        if not isinstance(value.get("fill", {}), dict):
+            self.at_value(
+                value, "fill", "fill must map properties to their answer, e.g. {conf: {}}"
+            )
+        headers = value.get("headers", {})
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            self.at_value(
+                value,
+                "headers",
+                "headers must map header names to arguments, e.g. {X-Trace: trace}",
+            )
+        text = value.get("text", [])
+        if not isinstance(text, list) or not all(isinstance(n, str) and n for n in text):
+            self.at_value(value, "text", "text must be a list of body properties, e.g. [value]")
         nulls = value.get("nulls", [])
         if not isinstance(nulls, list) or not all(isinstance(n, str) and n for n in nulls):
             self.at_value(
