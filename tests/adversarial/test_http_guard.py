@@ -20,7 +20,6 @@ from starlette.routing import Route
 from faultbench.kernel import World
 from faultbench.kernel.lowlevel import load_spec
 from faultbench.serve import serve_in_thread
-from faultbench.serve._guard import HostPolicy, HttpGuard
 from tests.serve.serve_helpers import ServeProcess
 
 from .worlds import CRM
@@ -95,6 +94,9 @@ def test_a_redirect_never_leaves_the_origin_the_client_asked():
 
 @pytest.mark.anyio
 async def test_the_guard_makes_any_absolute_location_relative():
+    # imported here: the other tests of this file drive real servers through their routes
+    from faultbench.serve._guard import HostPolicy, HttpGuard
+
     async def away(request):
         return RedirectResponse("http://evil.example//elsewhere?a=1")
 

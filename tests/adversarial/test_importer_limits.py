@@ -155,9 +155,15 @@ def test_version_and_file_name_cannot_add_lines(tmp_path, capsys):
     src.write_text(json.dumps(doc))
     out = tmp_path / "world.yaml"
     assert main(["import", "openapi", str(src), "-o", str(out)]) == 0, capsys.readouterr().err
-    data = yaml.safe_load(out.read_text())
+    text = out.read_text()
+    data = yaml.safe_load(text)
     assert data["seed"] == 1
     assert data["name"] != "evil"
+    # PyYAML keeps a duplicate key's last value, so look at the lines: no key was added
+    # before the real ones (the world loader would refuse the file as duplicate keys)
+    assert [ln for ln in text.splitlines() if ln.startswith("seed:")] == ["seed: 1"]
+    assert [ln for ln in text.splitlines() if ln.startswith("name:")] == [f"name: {data['name']}"]
+    assert len(load_world(out).tools) == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -146,6 +146,7 @@ services:
       convert:
         kind: custom
         handler: picky_rules.convert
+        annotations: {readOnlyHint: true}
         input_schema:
           type: object
           properties:
@@ -155,11 +156,12 @@ services:
       weather:
         kind: custom
         handler: picky_rules.weather
+        annotations: {readOnlyHint: true}
         input_schema:
           type: object
           properties: {city: {type: string, examples: [Paris]}}
           required: [city]
-      never: {kind: custom, handler: picky_rules.never}
+      never: {kind: custom, handler: picky_rules.never, annotations: {readOnlyHint: true}}
 """
 PICKY_RULES = '''\
 def convert(world, clock, **args):

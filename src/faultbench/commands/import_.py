@@ -14,6 +14,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from faultbench.importers import ImportedWorld
 
 HELP = "make a world file from an OpenAPI document or a live MCP server (import openapi|mcp)"
 
@@ -50,11 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mc.add_argument("--url", help="a streamable HTTP server's URL (instead of a command)")
     mc.add_argument(
         "--record", action="store_true",
-        help="call each tool once and answer what the server answered",
+        help="call the tools the server marks read-only (and those --call names) and answer "
+        "what the server answered",
     )  # fmt: skip
     mc.add_argument(
         "--call", action="append", metavar="TOOL=JSON", default=[],
-        help="the arguments --record calls TOOL with (default: the smallest its schema accepts)",
+        help="arguments --record calls TOOL with (repeat for more sets); the only way a tool "
+        "not marked read-only is called",
     )  # fmt: skip
     mc.add_argument("--timeout", type=float, default=30, help="seconds to wait for the server")
     mc.add_argument("--json", action="store_true", help="print the import report as JSON")
@@ -99,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     if out is None:
+        if not _loads(imported, None):
+            return 2
         sys.stdout.write(imported.world)
         if imported.handlers:
             print(
@@ -113,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         handlers = out.with_name(f"{imported.handlers_module}.py")
         files[handlers] = imported.handlers
         wrote.append(str(handlers))
-    if not _write(files):
+    if not _write(files) or not _loads(imported, out):
         return 2
     if args.json:
         sys.stdout.write(json.dumps(imported.report, indent=2, sort_keys=False) + "\n")
@@ -141,6 +149,23 @@ def _write(files: dict[Path, str]) -> bool:
     return True
 
 
+def _loads(imported: ImportedWorld, out: Path | None) -> bool:
+    """The round trip: the world just made loads (from `out`, else from a copy), or one line
+    says why not (the files written stay, to be read); False then."""
+    from faultbench.importers._check import load_problem
+
+    problem = load_problem(imported, out)
+    if problem is None:
+        return True
+    where = str(out) if out is not None else "the imported world"
+    print(
+        f"{where}: made, but it does not load (a bug of faultbench import; please report it "
+        f"with its source): {problem}",
+        file=sys.stderr,
+    )
+    return False
+
+
 def _run_mcp(args: argparse.Namespace) -> int:
     from faultbench.importers import import_mcp
 
@@ -153,7 +178,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    calls: dict[str, dict[str, object]] = {}
+    calls: dict[str, list[dict[str, object]]] = {}
     for item in args.call:
         tool, eq, text = item.partition("=")
         try:
@@ -163,7 +188,7 @@ def _run_mcp(args: argparse.Namespace) -> int:
         if not isinstance(value, dict):
             print(f"--call {item}: expected TOOL=JSON with a JSON object", file=sys.stderr)
             return 2
-        calls[tool] = value
+        calls.setdefault(tool, []).append(value)
     out = Path(args.output) if args.output else None
     module = f"{out.stem}_handlers" if out is not None else "imported_handlers"
     try:
@@ -176,16 +201,22 @@ def _run_mcp(args: argparse.Namespace) -> int:
 
         print(f"cannot read the server's tools: {failure_cause(exc)}", file=sys.stderr)
         return 2
+    r = imported.report
+    for warning in r["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     if out is None:
+        if not _loads(imported, None):
+            return 2
         sys.stdout.write(imported.world)
         print(f"note: the handlers module {module}.py is written only with -o", file=sys.stderr)
         return 0
     handlers = out.with_name(f"{imported.handlers_module}.py")
     if not _write({out: imported.world, handlers: imported.handlers}):
         return 2
+    if not _loads(imported, out):
+        return 2
     if args.json:
         sys.stdout.write(json.dumps(imported.report, indent=2) + "\n")
-    r = imported.report
     print(
         f"wrote {out} and {handlers}: {r['tools']} tools ({r['crud']} in CRUD families over "
         f"{len(r['records'])} records, {r['custom']} custom, {len(r['recorded'])} recorded)",

@@ -1,16 +1,19 @@
 """A live MCP server's tools as a world: same names, descriptions and input schemas.
 
 `read_server` connects through `faultbench.serve.connect_client` (the installed SDK's own
-client, mcp 1.x or 2.x) to a stdio command or a streamable HTTP URL, lists the tools and,
-with `record=True`, calls each (with the arguments given for it, else the candidates of
+client, mcp 1.x or 2.x) to a stdio command or a streamable HTTP URL and lists the tools.
+With `record=True` it calls only what is safe to call: the tools the server marks
+`readOnlyHint: true` (with the arguments given for it, else the candidates of
 `_candidates.py`: the smallest arguments, then examples, defaults, enums and generated
-values, until one is accepted) to keep a real answer. `mcp_world` writes the world: every
-tool a custom operation whose `input_schema:` is the server's, verbatim, so an agent lists the same tools;
-a family of tools that looks like CRUD over one resource (`create_note` with `get_note`,
-`list_notes`, `update_note` or `delete_note`) gets a record, from the create tool's
-arguments, and handlers that write and read that table, so the imported world keeps state;
-every other tool answers its recorded value, or the smallest value its output schema
-accepts.
+values, until one is accepted), and the tools the user names with arguments (`--call`),
+with a warning naming their `destructiveHint`. Every answer is kept per argument set, an
+error as an error. `world_text` writes the world: every tool a custom operation whose
+`input_schema:` is the server's, verbatim, so an agent lists the same tools; a family of
+tools that looks like CRUD over one resource (`create_note` with `get_note`, `list_notes`,
+`update_note` or `delete_note`) gets a record, from the create tool's arguments, and
+handlers that write and read that table, so the imported world keeps state; every other
+tool answers what the server answered to the same arguments, else its first answer, or the
+smallest value its output schema accepts.
 """
 
 from __future__ import annotations
@@ -43,36 +46,119 @@ class ServerTools:
 
     name: str
     tools: list[dict[str, Any]]
+    #: per recorded tool: the value a call with arguments never recorded gets (the first
+    #: answer the server gave without an error)
     recorded: dict[str, Any] = field(default_factory=dict)
+    #: per called tool: every answer, per argument set, in the order of the calls
+    answers: dict[str, list[Answer]] = field(default_factory=dict)
     #: per recorded tool: the arguments that worked, where they came from, refusals before
     recorded_with: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: per tool whose every try was refused: the refusals (its stub answers the default)
     fell_back: dict[str, list[str]] = field(default_factory=dict)
+    #: per tool `--record` did not call: why (it is not marked read-only)
+    not_called: dict[str, str] = field(default_factory=dict)
+    #: tools called although not marked read-only (`--call` named them), with their hints
+    warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def _value(result: dict[str, Any]) -> Any:
-    """A tool result's value: its structured content, else its text (as JSON when it is)."""
-    if "structuredContent" in result:
-        return result["structuredContent"]
+@dataclass
+class Answer:
+    """One call's answer: the arguments, where they came from, and the value the server
+    gave, or the text of the error it answered with (`isError`, or a protocol error)."""
+
+    arguments: dict[str, Any]
+    origin: str
+    value: Any = None
+    error: str | None = None
+    #: the server's answer carried `structuredContent` (else the value is read from its text)
+    structured: bool = False
+
+
+#: nesting depth of a recorded answer kept as a value; a deeper one is kept as its text
+MAX_ANSWER_DEPTH = 100
+#: characters of a refusal kept in a note
+_NOTE = 300
+# text a server answers an error with while saying it succeeded ("Error: Only SELECT
+# queries are allowed"): a refusal for the choice of arguments, recorded as the server gave it
+_ERROR_TEXT = re.compile(r"\s*(\w+ )?error\b\s*:", re.IGNORECASE)
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and objects nest in `value` (iterative: any depth)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level + 1)
+            if deepest > MAX_ANSWER_DEPTH:
+                return deepest
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _value(result: dict[str, Any]) -> tuple[Any, str | None]:
+    """A tool result's value (its structured content, else its text, as JSON when it is) and,
+    when that value could not be kept as data, why (it is then the text)."""
     texts = [c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text"]
     text = "\n".join(texts)
+    if "structuredContent" in result:
+        value = result["structuredContent"]
+        if _depth(value) <= MAX_ANSWER_DEPTH:
+            return value, None
+        try:
+            return json.dumps(value), (
+                f"its structured content nests deeper than {MAX_ANSWER_DEPTH} levels (kept as "
+                "its JSON)"
+            )
+        except (RecursionError, ValueError, TypeError):
+            return text, ("its structured content nests too deep to keep (kept its text content)")
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        return text, f"its text is JSON nested deeper than {MAX_ANSWER_DEPTH} levels"
     except ValueError:
-        return text
+        return text, None
+    if _depth(value) > MAX_ANSWER_DEPTH:
+        return text, f"its text is JSON nested deeper than {MAX_ANSWER_DEPTH} levels"
+    return value, None
+
+
+def read_only(tool: dict[str, Any]) -> bool:
+    """The server marks `tool` safe to call: `annotations.readOnlyHint` is true."""
+    annotations = tool.get("annotations")
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
+
+
+def hints(tool: dict[str, Any]) -> str:
+    """What the server says of `tool`'s effects, for a warning or a note."""
+    annotations = tool.get("annotations")
+    if not isinstance(annotations, dict) or "destructiveHint" not in annotations:
+        return "no destructiveHint: MCP assumes it may destroy"
+    return f"destructiveHint: {json.dumps(annotations['destructiveHint'])}"
 
 
 async def read_server(
     target: str | list[str],
     *,
     record: bool = False,
-    arguments: Mapping[str, dict[str, Any]] | None = None,
+    arguments: Mapping[str, Any] | None = None,
     timeout: float = 30,
 ) -> ServerTools:
+    """The server's tools; with `record`, the answers of those it marks read-only (with
+    the arguments of `arguments[tool]`, else candidates) and of those `arguments` names (with
+    its arguments only, and a warning). `arguments[tool]` is one argument set (a dict) or a
+    list of them."""
     from faultbench.serve import connect_client, to_wire
 
-    arguments = arguments or {}
+    given = {name: _sets(value) for name, value in (arguments or {}).items()}
     async with connect_client(target, timeout=timeout) as client:
         tools, notes = await _every_page(client)
         tools = [to_wire(t) for t in tools]
@@ -85,9 +171,41 @@ async def read_server(
         out = ServerTools(name, tools, notes=notes)
         if not record:
             return out
+        listed = {str(t.get("name")) for t in tools}
+        for unknown in sorted(set(given) - listed):
+            out.warnings.append(f"--call {unknown}: the server lists no such tool; not called")
+        done: set[str] = set()
         for tool in tools:
-            await _record(client, tool, arguments.get(tool["name"]), out)
+            tool_name_ = str(tool.get("name"))
+            if tool_name_ in done:  # a duplicate name: the server answers one tool
+                continue
+            done.add(tool_name_)
+            sets = given.get(tool_name_)
+            if not read_only(tool):
+                if not sets:
+                    out.not_called[tool_name_] = (
+                        f"not marked readOnlyHint: true ({hints(tool)}); pass --call "
+                        f"{tool_name_[:80]}=JSON to call it"
+                    )
+                    continue
+                out.warnings.append(
+                    f"{tool_name_[:80]}: called with the arguments of --call although the server "
+                    f"does not mark it read-only ({hints(tool)}); the real server may have "
+                    "changed"
+                )
+            await _record(client, tool, sets, out)
+    if out.not_called:
+        shown = ", ".join(repr(n[:40]) for n in list(out.not_called)[:10])
+        more = f" and {len(out.not_called) - 10} more" if len(out.not_called) > 10 else ""
+        out.notes.append(
+            f"not called, as the server does not mark them read-only: {shown}{more} (their "
+            "stubs answer the default; --call TOOL=JSON calls one, with a warning)"
+        )
     return out
+
+
+def _sets(value: Any) -> list[dict[str, Any]]:
+    return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, dict)]
 
 
 #: pages of `tools/list` read at most (a server whose cursors never end is cut there)
@@ -129,41 +247,66 @@ def failure_cause(exc: BaseException) -> str:
     return text[:500]
 
 
-async def _record(client: Any, tool: dict[str, Any], given: Any, out: ServerTools) -> None:
-    """Call `tool` until the server accepts: with `given` (--call) alone, else with the
-    candidates of `_candidates.py`; keep the answer, or say why the stub falls back."""
+async def _record(
+    client: Any, tool: dict[str, Any], given: list[dict[str, Any]] | None, out: ServerTools
+) -> None:
+    """Call `tool` with each argument set of `given` (--call), else with the candidates of
+    `_candidates.py` until the server accepts one; keep every answer (an error as an error),
+    or say why the stub falls back."""
     from faultbench.serve import to_wire
 
-    name = tool["name"]
-    if given is not None:
-        tries: list[tuple[str, Any]] = [("the arguments given with --call", given)]
+    name = str(tool["name"])
+    if given:
+        tries: list[tuple[str, Any]] = [("the arguments given with --call", g) for g in given]
     else:
         tries = list(candidates(tool.get("inputSchema") or {}))
     refused: list[str] = []
+    answers = out.answers.setdefault(name, [])
     for origin, args in tries:
         try:
             result = to_wire(await client.call_tool(name, args))
         except Exception as exc:  # a server's failure is a note, not an aborted import
-            refused.append(f"{json.dumps(args)} ({origin}): {type(exc).__name__}: {exc}"[:300])
-            if type(exc).__name__ != "McpError":  # not a refusal: the session may be gone
+            cause = failure_cause(exc)
+            refused.append(f"{json.dumps(args)} ({origin}): {cause}"[:_NOTE])
+            if type(exc).__name__ not in ("McpError", "MCPError"):  # the session may be gone
                 break
+            answers.append(Answer(args, origin, error=cause))
             continue
+        value, kept_as_text = _value(result)
+        if kept_as_text:
+            out.notes.append(f"{name}: answer kept as text: {kept_as_text}")
+        structured = "structuredContent" in result
         if result.get("isError"):
-            refused.append(f"{json.dumps(args)} ({origin}): {str(_value(result))[:200]}")
+            text = value if isinstance(value, str) else json.dumps(value)
+            refused.append(f"{json.dumps(args)} ({origin}): {text[:200]}"[:_NOTE])
+            answers.append(Answer(args, origin, error=text, structured=structured))
             continue
-        out.recorded[name] = _value(result)
-        out.recorded_with[name] = {"arguments": args, "from": origin, "refused": len(refused)}
+        answers.append(Answer(args, origin, value=value, structured=structured))
+        looks_refused = isinstance(value, str) and _ERROR_TEXT.match(value)
+        if looks_refused and not given:
+            refused.append(f"{json.dumps(args)} ({origin}): {value[:200]}"[:_NOTE])
+            continue
+        if name not in out.recorded:
+            out.recorded[name] = value
+            out.recorded_with[name] = {
+                "arguments": args, "from": origin, "refused": len(refused),
+                "structured": structured,
+            }  # fmt: skip
+        if given:
+            continue
         if refused:
             out.notes.append(
                 f"{name}: recorded with {origin} {json.dumps(args)} after the server refused "
                 f"{len(refused)} other argument set(s) (first: {refused[0]})"
             )
         return
+    if name in out.recorded:
+        return
     out.fell_back[name] = refused
     out.notes.append(
         f"{name}: the server refused all {len(refused)} argument set(s) tried (last: "
-        f"{refused[-1] if refused else 'none'}); its stub answers the default (pass --call "
-        "NAME=JSON with arguments it accepts)"
+        f"{refused[-1] if refused else 'none'}); each is recorded as that error, other "
+        "arguments get the default (pass --call NAME=JSON with arguments it accepts)"
     )
 
 
@@ -248,6 +391,18 @@ def _schema_yaml(schema: dict[str, Any], pad: str) -> list[str]:
     return [f"{pad}input_schema: {lines[0]}", *(f"{pad}  {ln}" for ln in lines[1:])]
 
 
+_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def copied_annotations(tool: dict[str, Any]) -> dict[str, bool] | None:
+    """The server's hints on `tool` a world file holds (the four booleans), or None when it
+    gave none: the world then lists the tool with the server's own hints."""
+    annotations = tool.get("annotations")
+    if not isinstance(annotations, dict):
+        return None
+    return {k: v for k, v in annotations.items() if k in _HINTS and isinstance(v, bool)}
+
+
 def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers: str) -> str:
     lines = [
         f"# Imported from the MCP server `{_comment(source)}` by `faultbench import mcp`. Every "
@@ -278,6 +433,12 @@ def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers
                 if "\n" in desc
                 else [f"        description: {scalar(desc)}"]
             )
+        title = tool.get("title")
+        if isinstance(title, str):
+            lines.append(f"        title: {scalar(title)}")
+        hinted = copied_annotations(tool)
+        if hinted is not None:
+            lines.append(f"        annotations: {json_text(hinted)}")
         lines.extend(_schema_yaml(tool.get("inputSchema") or {"type": "object"}, "        "))
     return "\n".join(lines) + "\n"
 
@@ -324,11 +485,24 @@ def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> st
         "",
         "from __future__ import annotations",
         "",
+        "import json",
         "from typing import Any",
+        "",
+        "#: the key of a recorded answer that was an error (an unlikely key of a real answer)",
+        '_ERROR = "faultbench:recorded_error"',
         "",
         "",
         "def _fields(args: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:",
         "    return {k: v for k, v in args.items() if k in names}",
+        "",
+        "",
+        "def _recorded(answers: dict[str, Any], args: dict[str, Any], default: Any) -> Any:",
+        '    """The answer recorded for these arguments (an error raises as the server\'s',
+        '    error), else `default`, the answer for arguments never recorded."""',
+        "    found = answers.get(json.dumps(args, sort_keys=True, default=str), default)",
+        "    if isinstance(found, dict) and set(found) == {_ERROR}:",
+        "        raise ValueError(found[_ERROR])",
+        "    return found",
         "",
     ]
     for tool, (_, func) in zip(server.tools, world_names(server.tools)):
@@ -360,15 +534,37 @@ def handlers_text(server: ServerTools, fams: list[Family], *, source: str) -> st
             else:
                 out.append(f"    {table}.delete(str(args[{ident!r}]))")
                 out.append(f"    return {{'id': str(args[{ident!r}]), 'deleted': True}}")
-        elif name in server.recorded:
-            out.append("    # recorded from the server")
-            out.append(f"    return {server.recorded[name]!r}")
+        elif server.answers.get(name):
+            default = server.recorded[name] if name in server.recorded else _default(tool)
+            out.append("    # answers recorded from the server by argument set (their JSON, keys")
+            out.append("    # sorted); other arguments get the value `_recorded` is given last")
+            out.append("    answers = {")
+            for key_, found in _by_arguments(server.answers[name]).items():
+                out.append(f"        {key_!r}: {found!r},")
+            out.append("    }")
+            out.append(f"    return _recorded(answers, args, {default!r})")
         else:
-            schema = tool.get("outputSchema")
-            value = answer(Document(dict(schema)), schema) if schema else None
-            out.append(f"    return {value!r}")
+            out.append(f"    return {_default(tool)!r}")
         out.append("")
     return "\n".join(out)
+
+
+def _default(tool: dict[str, Any]) -> Any:
+    """What a tool never recorded answers: the smallest value its output schema accepts."""
+    schema = tool.get("outputSchema")
+    return answer(Document(dict(schema)), schema) if isinstance(schema, dict) else None
+
+
+def _by_arguments(answers: list[Answer]) -> dict[str, Any]:
+    """Recorded answers by the JSON of their arguments (keys sorted), as the handlers module
+    looks them up: a value, or `{_ERROR: text}` for an error. The first answer to an
+    argument set is kept."""
+    out: dict[str, Any] = {}
+    for a in answers:
+        k = json.dumps(a.arguments, sort_keys=True, default=str)
+        if k not in out:
+            out[k] = a.value if a.error is None else {"faultbench:recorded_error": a.error}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,16 +576,21 @@ def import_mcp(
     target: str | list[str],
     *,
     record: bool = False,
-    arguments: Mapping[str, dict[str, Any]] | None = None,
+    arguments: Mapping[str, Any] | None = None,
     handlers_module: str = "imported_handlers",
     timeout: float = 30,
 ) -> ImportedWorld:
     """Map the tools of the MCP server at `target` (a stdio command as an argv list, or a
-    streamable HTTP URL) to a world. With `record`, each tool is called (with
+    streamable HTTP URL) to a world.
+
+    With `record`, the tools the server marks `readOnlyHint: true` are called (with
     `arguments[tool]`, else candidate arguments until the server accepts one, at most
-    `MAX_TRIES`) and its stub answers what the server answered; the report says which tools
-    were recorded with which arguments (`recorded_with`) and which fell back and why
-    (`fell_back`)."""
+    `MAX_TRIES`), and so are the tools `arguments` names, whatever their hints (with those
+    arguments only; the report's `warnings` say so with each one's `destructiveHint`); no
+    other tool is called (`not_called` says why). `arguments[tool]` is one argument set or a
+    list of them. Each answer is recorded per argument set, an error as that error; the
+    report says which tools were recorded with which arguments (`recorded_with`) and which
+    fell back and why (`fell_back`)."""
     import anyio
 
     server = anyio.run(
@@ -418,6 +619,20 @@ def import_mcp(
         "recorded": sorted(server.recorded),
         "recorded_with": server.recorded_with,
         "fell_back": server.fell_back,
+        "not_called": server.not_called,
+        "warnings": server.warnings,
+        "answers": {
+            name: [
+                {
+                    "arguments": a.arguments,
+                    "from": a.origin,
+                    "error": a.error is not None,
+                    "structured": a.structured,
+                }
+                for a in answers
+            ]
+            for name, answers in server.answers.items()
+        },
         "records": {fam.record: sorted(fam.tools.values()) for fam in fams},
         "fields_skipped": [{"where": w, "why": y} for w, y in skipped],
         "notes": server.notes,

@@ -81,11 +81,15 @@ def tool_wire(tool: Tool) -> dict[str, Any]:
     unchanged."""
     out: dict[str, Any] = {
         "name": tool.name,
-        "title": tool_title(tool.name),
+        "title": tool.title if tool.title is not None else tool_title(tool.name),
         "description": tool.description,
         "inputSchema": tool.input_schema,
     }
-    annotations = _ANNOTATIONS.get(tool.kind, _ANNOTATIONS["custom"])
+    annotations = (
+        tool.annotations
+        if tool.annotations is not None
+        else _ANNOTATIONS.get(tool.kind, _ANNOTATIONS["custom"])
+    )
     if annotations is not None:
         out["annotations"] = dict(annotations)
     return out

@@ -35,6 +35,8 @@ import contextlib
 import importlib
 import inspect
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -560,6 +562,20 @@ async def connect_in_process(server: Any) -> AsyncIterator[Any]:
         yield session
 
 
+def _errlog() -> Any:
+    """Where a stdio server's stderr goes: today's `sys.stderr` (the SDK's default is the one
+    of the moment it was imported, maybe closed since), or the process's own when today's has
+    no file descriptor (a notebook, pytest's capsys)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None and not stream.closed:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return subprocess.DEVNULL
+
+
 @contextlib.asynccontextmanager
 async def connect(target: str | list[str], *, timeout: float = 30) -> AsyncIterator[Any]:
     """The SDK's own client connected to a server elsewhere: a stdio command (argv list,
@@ -576,7 +592,8 @@ async def connect(target: str | list[str], *, timeout: float = 30) -> AsyncItera
         if isinstance(target, list):
             # The stdio transport itself: 2.0's `Client` takes no `StdioServerParameters`
             # (2.1 added it, and opens this same transport for one).
-            where = stdio_client(StdioServerParameters(command=target[0], args=target[1:]))
+            params = StdioServerParameters(command=target[0], args=target[1:])
+            where = stdio_client(params, errlog=_errlog())
         async with mcp.Client(where, read_timeout_seconds=timeout) as client:
             yield client
         return
@@ -590,7 +607,7 @@ async def connect(target: str | list[str], *, timeout: float = 30) -> AsyncItera
             from mcp.client.stdio import stdio_client
 
             params = StdioServerParameters(command=target[0], args=target[1:])
-            read, write = await stack.enter_async_context(stdio_client(params))
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
         else:
             http: Any = importlib.import_module("mcp.client.streamable_http")
             read, write, _ = await stack.enter_async_context(http.streamable_http_client(target))

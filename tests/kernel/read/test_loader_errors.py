@@ -255,8 +255,8 @@ def test_unknown_keys_at_every_level(tmp_path):
         (
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
-            "filter, handler, description, sort, page, input_schema, http, idempotency, scopes, set or "
-            "then; did you mean 'filter'?",
+            "filter, handler, description, sort, page, input_schema, http, idempotency, scopes, set, "
+            "then, title or annotations; did you mean 'filter'?",
         ),
         (
             8, 14,

@@ -59,3 +59,45 @@ def test_a_schema_that_is_not_an_object_or_not_custom_is_refused(tmp_path, schem
         load_spec(_world(tmp_path, schema=schema, kind=kind))
     assert message in str(info.value)
     assert "w.yaml:6:" in str(info.value)
+
+
+def _annotated(tmp_path, extra):
+    (tmp_path / "h.py").write_text("def wipe(world, clock):\n    return 1\n")
+    (tmp_path / "w.yaml").write_text(
+        "name: t\nservices:\n  s:\n    operations:\n"
+        f"      wipe: {{kind: custom, handler: h.wipe, {extra}}}\n"
+    )
+    return tmp_path / "w.yaml"
+
+
+def test_title_and_annotations_are_listed_as_written(tmp_path):
+    """`title:` and `annotations:` (what `faultbench import mcp` copies from the server)
+    replace the title made from the name and the hints the kind gives."""
+    from faultbench.serve._calls import tool_wire
+
+    world = load_world(
+        _annotated(tmp_path, "title: Wipe it all, annotations: {destructiveHint: false, "
+                   "readOnlyHint: true}")
+    )  # fmt: skip
+    wire = tool_wire(world.tool("wipe"))
+    assert wire["title"] == "Wipe it all"
+    assert wire["annotations"] == {"destructiveHint": False, "readOnlyHint": True}
+    plain = load_world(_annotated(tmp_path, "description: x"))
+    assert tool_wire(plain.tool("wipe"))["annotations"]["readOnlyHint"] is False  # the kind's
+    assert tool_wire(plain.tool("wipe"))["title"] == "Wipe"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("annotations: [readOnlyHint]", "must be a mapping of hints"),
+        ("annotations: {readOnly: true}", "unknown annotation 'readOnly'"),
+        ("annotations: {readOnlyHint: yes please}", "readOnlyHint must be true or false"),
+        ("title: [a]", "title must be text"),
+    ],
+)
+def test_bad_annotations_name_the_line(tmp_path, extra, message):
+    with pytest.raises(WorldFileError) as info:
+        load_spec(_annotated(tmp_path, extra))
+    assert message in str(info.value)
+    assert "w.yaml:5:" in str(info.value)

@@ -222,6 +222,8 @@ class CompiledOp:
             service=op.service,
             kind=op.kind,
             record=op.record,
+            title=op.title,
+            annotations=op.annotations,
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self._feed: Feed | None = None  # `list_events` only: made on first use

@@ -49,3 +49,5 @@ class Tool(msgspec.Struct, frozen=True):
     service: str = ""
     kind: str = ""  # get | list | create | update | delete | custom
     record: str | None = None
+    title: str | None = None  # as the world file gives it (else made from the name)
+    annotations: dict[str, bool] | None = None  # as the world file gives them

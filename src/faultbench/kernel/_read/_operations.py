@@ -27,8 +27,10 @@ from ._features._writes import _WritesLoader
 
 OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
-    "http", "idempotency", "scopes", "set", "then",
+    "http", "idempotency", "scopes", "set", "then", "title", "annotations",
 )  # fmt: skip
+#: MCP's tool annotations an operation may declare (`annotations:`), each true or false
+ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 HTTP_KEYS = (
     "method", "path", "status", "items", "envelope", "errors", "nulls", "total", "key", "args",
     "bounds", "ids", "fill", "text", "headers",
@@ -132,6 +134,8 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         params: tuple[ParamSpec, ...] = ()
         schema = self.op_input_schema(tool, kind, decl)
         http = self.op_http(tool, decl)
+        title = self.text(decl, "title", "title")
+        annotations = self.op_annotations(tool, decl)
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -162,8 +166,36 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
             where=where, sort=sort, page=page, input_schema=schema, http=http,
-            idempotency=idempotency, scopes=scopes, set=sets, then=then,
+            idempotency=idempotency, scopes=scopes, set=sets, then=then, title=title,
+            annotations=annotations,
         )  # fmt: skip
+
+    def op_annotations(self, tool: str, decl: dict[Any, Any]) -> dict[str, bool] | None:
+        """`annotations:`, the MCP tool annotations the tool is listed with (instead of the
+        ones its kind gives): any of `ANNOTATION_KEYS`, each true or false."""
+        if "annotations" not in decl:
+            return None
+        value = decl["annotations"]
+        example = "{readOnlyHint: true, destructiveHint: false}"
+        if not isinstance(value, dict):
+            self.at_value(
+                decl, "annotations",
+                f"annotations of '{tool}' must be a mapping of hints; expected e.g. {example}",
+            )  # fmt: skip
+            return None
+        out: dict[str, bool] = {}
+        for k, v in value.items():
+            if k not in ANNOTATION_KEYS:
+                self.at_key(
+                    value, k,
+                    f"unknown annotation {short_repr(k)}; expected one of "
+                    f"{one_of(ANNOTATION_KEYS)}{did_you_mean(str(k), ANNOTATION_KEYS)}",
+                )  # fmt: skip
+            elif not isinstance(v, bool):
+                self.at_value(value, k, f"{k} must be true or false, not {short_repr(v)}")
+            else:
+                out[k] = v
+        return out
 
     def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the

@@ -179,6 +179,10 @@ class OperationSpec(msgspec.Struct, frozen=True):
     #: "-amount"); the first is the default; none: id order
     sort: tuple[str, ...] = ()
     page: PageSpec | None = None
+    #: `title:` as written: the tool's title (else one made from its name)
+    title: str | None = None
+    #: `annotations:` as written: MCP tool annotations (else the ones its kind gives)
+    annotations: dict[str, bool] | None = None
 
     @property
     def qualname(self) -> str:
