@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from faultbench.env import Rollouts
     from faultbench.kernel import World
 
 __all__ = ["export_episodes", "export_run"]
@@ -58,10 +57,9 @@ def export_run(
     _write(tracer_provider, root, calls, start, end, arguments)
 
 
-def export_episodes(
-    rollouts: Rollouts, tracer_provider: Any = None, *, arguments: bool = False
-) -> None:
-    """Write each episode of a `faultbench.env.rollouts` call as a run's spans (as
+def export_episodes(rollouts: Any, tracer_provider: Any = None, *, arguments: bool = False) -> None:
+    """Write each episode of a `faultbench.env.rollouts` call (its `Rollouts`; not imported
+    here, the shells' layer being above this module) as a run's spans (as
     `export_run` writes a world's), in virtual time: the root also says the episode's
     `reward`, whether it `passed` and, for one that crashed, `error.type` and its error."""
     for e in rollouts.episodes:

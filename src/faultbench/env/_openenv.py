@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from faultbench.kernel import World
@@ -492,7 +492,8 @@ class OpenEnvServer:
             if own is None and params.get("session_id"):
                 own = self.lookup(params["session_id"])
             if own is None:  # stateless: a fresh episode, dropped after the request
-                return await self._stateless(lambda s: self._tool_rpc(rid, method, params, s), params)  # fmt: skip
+                out: dict[str, Any] = await self._stateless(lambda s: self._tool_rpc(rid, method, params, s), params)  # fmt: skip
+                return out
             if own.world is None:
                 own.reset({})
             return await self._tool_rpc(rid, method, params, own)
@@ -568,12 +569,13 @@ class OpenEnvServer:
 
         check_exposure(host, token)
         fresh = {"episode_id": None, "step_count": 0}
+        version = _version()
         spec = self.spec
         metadata = {
             "name": spec.name,
             "description": f"faultbench world {spec.name!r}: its operations as MCP tools, "
             "with faults under a virtual clock; reward: the graded run",
-            "version": _version(),
+            "version": version,
             "readme_content": None,
             "author": None,
             "documentation_url": None,
@@ -589,9 +591,9 @@ class OpenEnvServer:
                 return JSONResponse(metadata)
             if path == "/schema":
                 return JSONResponse(SCHEMAS)
-            return JSONResponse(_openapi(metadata["version"]))
+            return JSONResponse(_openapi(version))
 
-        routes = [
+        routes: list[BaseRoute] = [
             Route(p, get, methods=["GET"])
             for p in ("/health", "/state", "/metadata", "/schema", "/openapi.json")
         ]

@@ -226,11 +226,12 @@ def _calls(episode: Episode) -> tuple[Call, ...]:
     )
 
 
-def _times(episode: Episode | None) -> dict[str, datetime | None]:
+def _times(episode: Episode | None) -> tuple[datetime | None, datetime | None]:
+    """The episode's start and end in its world's virtual time."""
     world = None if episode is None else episode.world
     if world is None:
-        return {}
-    return {"started_at": world.events[0].at, "ended_at": world.clock.now()}
+        return None, None
+    return world.events[0].at, world.clock.now()
 
 
 def _ended(episode: Episode, job: Job, run: int, *, error: str | None = None) -> EpisodeResult:
@@ -256,7 +257,8 @@ def _ended(episode: Episode, job: Job, run: int, *, error: str | None = None) ->
         violations=violations,
         error=error,
         events=tuple(world.events) if job.events else None,
-        **_times(episode),
+        started_at=_times(episode)[0],
+        ended_at=_times(episode)[1],
     )
 
 
@@ -271,7 +273,8 @@ def _crashed(run: int, error: str, episode: Episode | None = None) -> EpisodeRes
         steps=0 if episode is None else episode.steps,
         crashed=True,
         error=error,
-        **_times(episode),
+        started_at=_times(episode)[0],
+        ended_at=_times(episode)[1],
     )
 
 
