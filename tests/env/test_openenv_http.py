@@ -312,3 +312,32 @@ def test_serve_refuses_flags_that_do_not_apply_with_openenv():
     assert "--max-steps only applies with --openenv" in out.stderr
     out = serve("--openenv", "--session-timeout", "0")
     assert "Expected --session-timeout above 0" in out.stderr
+
+
+def test_mcp_messages_on_the_websocket_call_the_sessions_episode(url):
+    from websockets.asyncio.client import connect
+
+    async def drive():
+        async with connect(ws_url(url)) as ws:
+
+            async def ask(message):
+                await ws.send(json.dumps(message))
+                return json.loads(await ws.recv())
+
+            await ask({"type": "reset", "data": {"seed": 42, "episode_id": "2"}})
+            call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                    "params": {"name": "issue_refund",
+                               "arguments": {"order_id": "1", "amount": 25.0}}}  # fmt: skip
+            failed = await ask({"type": "mcp", "data": call})
+            listed = await ask({"type": "mcp", "data": {**call, "params": {"name": "list_refunds", "arguments": {"order_id": "1"}}}})  # fmt: skip
+            state = await ask({"type": "state"})
+            junk = await ask({"type": "dance"})
+            return failed, listed, state, junk
+
+    failed, listed, state, junk = asyncio.run(drive())
+    assert failed["type"] == "mcp"
+    assert failed["data"]["id"] == 7
+    assert failed["data"]["error"]["data"] == {"error_type": "timeout"}
+    assert [r["amount"] for r in listed["data"]["result"]["data"]] == [25.0]
+    assert state["data"]["step_count"] == 2  # the session's own episode
+    assert junk["data"]["code"] == "UNKNOWN_TYPE"
