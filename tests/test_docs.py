@@ -5,6 +5,8 @@
 - ```python blocks run in order, one namespace per document, from the repository root.
   A block fenced ```python mcp1 is for a framework that needs mcp 1.x (docs/INTEGRATIONS.md):
   it runs in the mcp 1.x environment (.ci/run), where the other blocks do not.
+  A block fenced ```python ray needs Ray (docs/ENVIRONMENTS.md): without it installed, that
+  block is left out and the test says so as a skip, after the document's other blocks ran.
 """
 
 from __future__ import annotations
@@ -28,9 +30,14 @@ MCP1 = MCP_VERSION.startswith("1.")
 
 def blocks(path: Path, lang: str) -> list[tuple[int, str]]:
     """The document's blocks of `lang`; for python, those of this environment only."""
+    return [(line, body) for line, body, _ in tagged(path, lang)]
+
+
+def tagged(path: Path, lang: str) -> list[tuple[int, str, list[str]]]:
+    """`blocks`, each with the words after its fence's language (`ray`, `mcp1`)."""
     text = path.read_text()
     return [
-        (text.count("\n", 0, m.start()) + 1, m.group(3))
+        (text.count("\n", 0, m.start()) + 1, m.group(3), m.group(2).split())
         for m in FENCE.finditer(text)
         if m.group(1) == lang and (lang != "python" or ("mcp1" in m.group(2).split()) == MCP1)
     ]
@@ -55,12 +62,20 @@ def test_world_examples_load(doc: Path):
 
 @pytest.mark.parametrize("doc", [d for d in DOCS if blocks(d, "python")], ids=_id)
 def test_python_examples_run(doc: Path, capsys):
+    import importlib.util
+
     namespace: dict = {"__name__": "__doc_example__"}
+    left_out = []
     with contextlib.chdir(ROOT):
-        for line, body in blocks(doc, "python"):
+        for line, body, tags in tagged(doc, "python"):
+            if "ray" in tags and importlib.util.find_spec("ray") is None:
+                left_out.append(f"{_id(doc)}:{line}")
+                continue
             code = compile(body, f"{_id(doc)}:{line}", "exec")
             exec(code, namespace)
     capsys.readouterr()
+    if left_out:
+        pytest.skip(f"Ray is not installed: its examples not run ({', '.join(left_out)})")
 
 
 def test_readme_links_every_doc():

@@ -34,8 +34,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--openenv",
         action="store_true",
-        help="serve OpenEnv's environment protocol at ws://HOST:PORT/ws instead of MCP "
-        "(implies --http; each connection its own episode; docs/ENVIRONMENTS.md)",
+        help="serve OpenEnv's environment protocol (ws://HOST:PORT/ws, and HTTP /reset, /step, "
+        "/state, /schema, /mcp) instead of MCP (implies --http; each connection its own "
+        "episodes, each a fresh world; --seed, --faults, --no-faults apply to each; "
+        "docs/ENVIRONMENTS.md)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --openenv: an episode ends after N steps (default: 50); a step after that "
+        "is an error asking for a reset",
+    )
+    parser.add_argument(
+        "--session-timeout",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="with --openenv: close a session with no message for SECONDS (default: 1800)",
+    )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="with --openenv: export each episode as OpenTelemetry spans (GenAI conventions, "
+        "virtual time) through the global TracerProvider when it ends (the otel extra; set "
+        "the provider up with opentelemetry-instrument or the SDK's environment variables)",
     )
     parser.add_argument(
         "--rest",
@@ -86,7 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write every event to FILE as JSON Lines, flushed before each call is answered "
         "(replay it with `faultbench replay FILE`); the file is truncated on start. With "
-        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl). "
+        "--isolate, each session's world goes to its own file (run.jsonl -> run.SESSION.jsonl); "
+        "with --openenv, each episode (run.jsonl -> run.SESSION-N.jsonl). "
         "A call or control action the file cannot take (disk full, too many open files) "
         "is not made and is answered with a server error",
     )
@@ -117,7 +142,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         default=None,
         help="with --http: MCP sessions open at once (default: 1000); a new one past it gets "
-        "HTTP 503 until one ends (sessions with no request for 30 minutes end by themselves)",
+        "HTTP 503 until one ends (sessions with no request for 30 minutes end by themselves). "
+        "With --openenv: OpenEnv sessions (a new one gets a CAPACITY_REACHED error)",
     )
     parser.add_argument(
         "--token",
@@ -151,6 +177,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     args.http = args.http or args.rest or args.openenv
+    if not args.openenv:
+        for flag, value in (
+            ("--max-steps", args.max_steps is not None),
+            ("--session-timeout", args.session_timeout is not None),
+            ("--otel", args.otel),
+        ):
+            if value:
+                return _usage(f"{flag} only applies with --openenv.")
+    else:
+        for flag, value in (
+            ("--isolate", args.isolate),
+            ("--rest", args.rest),
+            ("--run", args.run != 0),
+            ("--keep-events", args.keep_events is not None),
+            ("--webhook-url", args.webhook_url is not None),
+        ):
+            if value:
+                return _usage(
+                    f"{flag} does not apply with --openenv (each episode is a fresh world at "
+                    "the seed and episode id its reset names)."
+                )
+        if args.max_steps is not None and args.max_steps < 1:
+            return _usage(f"Expected --max-steps of 1 or more. Instead, received: {args.max_steps}")
+        if args.session_timeout is not None and not args.session_timeout > 0:
+            return _usage(
+                f"Expected --session-timeout above 0. Instead, received: {args.session_timeout}"
+            )
     if not args.http:
         for flag, value in (
             ("--isolate", args.isolate),
@@ -398,8 +451,20 @@ async def _serve_http(
     from faultbench.serve import build_app, serve_http
 
     if args.openenv:
+        import json
+
         app = openenv_app(
-            server.world.spec, host=args.host, token=args.token, principal=server.principal
+            server.world.spec,
+            host=args.host,
+            token=args.token,
+            principal=server.principal,
+            seed=server.world.seed,
+            faults={} if args.no_faults else json.loads(args.faults) if args.faults else None,
+            max_steps=args.max_steps or 50,
+            max_sessions=args.max_sessions,
+            idle_timeout=args.session_timeout,
+            journals=journal,
+            otel=args.otel,
         )
     else:
         app = build_app(

@@ -6,8 +6,9 @@
 - `rollouts(world, policy, episodes, ...)`: a scripted or learned policy over runs
   0..episodes-1, in this process, a process pool or a Ray cluster (the `ray` extra), the same
   episodes on each; `Rollouts` and `EpisodeResult` are what it returns;
-- `openenv_app(spec, ...)`: OpenEnv's session protocol over a world, one fresh world per
-  episode (what `faultbench serve --openenv` serves; needs Starlette, which mcp brings).
+- `openenv_app(spec, ...)`: OpenEnv's protocol over a world (WebSocket sessions, its HTTP
+  routes, JSON-RPC `/mcp`), one fresh world per episode, what `faultbench serve --openenv`
+  serves (`OpenEnvServer` holds its sessions; needs Starlette, which mcp brings).
 
 Importing this package imports neither Gymnasium nor Ray. `WorldEnv` lives in
 `faultbench.env.gym`, which imports Gymnasium and registers `faultbench/World-v0`: it is
@@ -23,13 +24,14 @@ from typing import TYPE_CHECKING
 from faultbench._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
+    from ._openenv import OpenEnvServer as OpenEnvServer
     from ._openenv import openenv_app as openenv_app
     from ._rollouts import EpisodeResult as EpisodeResult
     from ._rollouts import Rollouts as Rollouts
     from ._rollouts import rollouts as rollouts
     from .gym import WorldEnv as WorldEnv
 
-__all__ = ["EpisodeResult", "Rollouts", "WorldEnv", "openenv_app", "rollouts"]
+__all__ = ["EpisodeResult", "OpenEnvServer", "Rollouts", "WorldEnv", "openenv_app", "rollouts"]
 
 _LAZY = {
     "WorldEnv": ".gym",
@@ -37,6 +39,7 @@ _LAZY = {
     "Rollouts": "._rollouts",
     "rollouts": "._rollouts",
     "openenv_app": "._openenv",
+    "OpenEnvServer": "._openenv",
 }
 
 

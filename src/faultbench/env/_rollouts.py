@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from faultbench.integrations import Policy
@@ -42,6 +43,11 @@ class Call:
     ok: bool
     error_kind: str | None = None
     fault: str | None = None
+    call_id: str = ""
+    error: str | None = None
+    #: when the call began and answered, in the world's virtual time
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     def __str__(self) -> str:
         return self.tool if self.ok else f"{self.tool}!{self.error_kind or 'error'}"
@@ -67,6 +73,9 @@ class EpisodeResult:
     crashed: bool = False
     error: str | None = None
     events: tuple[Any, ...] | None = field(default=None, compare=False)
+    #: the world's virtual time at the episode's start and end (its spans' bounds)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
 
     @property
     def key(self) -> tuple[int, float, bool, str]:
@@ -86,6 +95,8 @@ class Rollouts:
     episodes: list[EpisodeResult]
     seed: int
     backend: str
+    #: the world's name
+    world: str = ""
 
     @property
     def crashed(self) -> list[EpisodeResult]:
@@ -199,7 +210,28 @@ def _what(exc: BaseException) -> str:
 
 
 def _calls(episode: Episode) -> tuple[Call, ...]:
-    return tuple(Call(c.tool, c.args, c.ok, c.error_kind, c.fault) for c in episode.results())
+    return tuple(
+        Call(
+            c.tool,
+            c.args,
+            c.ok,
+            c.error_kind,
+            c.fault,
+            call_id=c.call_id,
+            error=c.error,
+            started_at=c.started_at,
+            finished_at=c.finished_at,
+        )
+        for c in episode.results()
+    )
+
+
+def _times(episode: Episode | None) -> tuple[datetime | None, datetime | None]:
+    """The episode's start and end in its world's virtual time."""
+    world = None if episode is None else episode.world
+    if world is None:
+        return None, None
+    return world.events[0].at, world.clock.now()
 
 
 def _ended(episode: Episode, job: Job, run: int, *, error: str | None = None) -> EpisodeResult:
@@ -225,6 +257,8 @@ def _ended(episode: Episode, job: Job, run: int, *, error: str | None = None) ->
         violations=violations,
         error=error,
         events=tuple(world.events) if job.events else None,
+        started_at=_times(episode)[0],
+        ended_at=_times(episode)[1],
     )
 
 
@@ -239,6 +273,8 @@ def _crashed(run: int, error: str, episode: Episode | None = None) -> EpisodeRes
         steps=0 if episode is None else episode.steps,
         crashed=True,
         error=error,
+        started_at=_times(episode)[0],
+        ended_at=_times(episode)[1],
     )
 
 
@@ -267,6 +303,7 @@ def rollouts(
     checks: Checks | Mapping[str, Any] | None = None,
     principal: str | None = None,
     events: bool = False,
+    otel: Any = None,
 ) -> Rollouts:
     """Play `policy(seen) -> ToolCall | Reply` (the policies the integrations' scripted
     models take) over runs 0..episodes-1 (or the run indices given) of `world` at world seed
@@ -277,7 +314,9 @@ def rollouts(
     connected Ray cluster, `ray.init()` first for a real one; a local one is started
     otherwise; `workers` tasks, default one per CPU of the cluster). Every backend gives the
     same episodes. `checks`: added to the world file's; `events=True` keeps each episode's
-    event log.
+    event log. `otel`: export each episode as OpenTelemetry spans (`faultbench.otel.
+    export_episodes`, in virtual time) through this TracerProvider, or the global one with
+    True, once all have come back.
     """
     if backend not in BACKENDS:
         raise ValueError(
@@ -308,7 +347,12 @@ def rollouts(
         out = _on_processes(job, runs, workers or os.cpu_count() or 1)
     else:
         out = _on_ray(job, runs, workers)
-    return Rollouts(sorted(out, key=lambda e: e.run), world_seed, backend)
+    result = Rollouts(sorted(out, key=lambda e: e.run), world_seed, backend, spec.name)
+    if otel:
+        from faultbench.otel import export_episodes
+
+        export_episodes(result, None if otel is True else otel)
+    return result
 
 
 def _chunks(runs: list[int], n: int) -> list[list[int]]:
