@@ -117,6 +117,8 @@ LOWLEVEL_NAMES = {
     "format_event",
     "id_order",
     "add_log_line",
+    # a serve --state server folds what the other servers of its world appended
+    "absorb_events",
     "add_tools",
     "empty_spec",
     "InjectionPlan",

@@ -54,6 +54,7 @@ from ._text._utc import to_utc as to_utc
 from ._world._current import AgentCall as AgentCall
 from ._world._current import note_agent_call as note_agent_call
 from ._world._current import recording_agent_calls as recording_agent_calls
+from ._world._replay import absorb_events as absorb_events
 from ._world._replay import spec_for_log as spec_for_log
 from ._world._watch import keep_events as keep_events
 from ._world._watch import watch_log as watch_log
@@ -99,6 +100,7 @@ __all__ = [
     "ToolCharges",
     "WebhookDelivery",
     "WebhookSignatureError",
+    "absorb_events",
     "add_log_line",
     "add_tools",
     "did_you_mean",

@@ -15,6 +15,7 @@ This module imports neither mcp nor anyio at import time (the import-linter cont
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from faultbench.kernel import CallResult, ToolCallError, World
 from faultbench.kernel.lowlevel import SURFACE_KINDS, iso_time, token_expiry
 
-from ._journal import JournalError
+from ._journal import JournalError, StateFile, StateFileError
 
 if TYPE_CHECKING:
     from faultbench.kernel import Tool
@@ -168,6 +169,13 @@ def failure_result(name: str, exc: Exception) -> CallFailure:
     """What the caller reads when calling tool `name` raised `exc` instead of answering: a
     journal that cannot write (logged once by the journal; the call was undone), or a bug in
     faultbench or a world's handler (logged here)."""
+    if isinstance(exc, StateFileError):  # said once in the server's log, each time to the caller
+        log.error("%s", exc)
+        return CallFailure(
+            f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
+            "Not the agent's fault.",
+            "journal_error",
+        )
     if isinstance(exc, JournalError):
         return CallFailure(
             f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
@@ -262,6 +270,16 @@ class WorldCalls:
                 )
             self.token = world.issue_token(principal)  # ValueError for an unknown one
         self.after_call: list[AfterCall] = []
+        #: `serve --state FILE`: the file this world is shared through with other servers;
+        #: each call takes its turn at it (`StateFile.turn`)
+        self.state_file: StateFile | None = None
+
+    def turn(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """Hold the world for one call or listing: with a `state_file`, its turn (what other
+        servers wrote folded in first); else nothing to hold."""
+        if self.state_file is None:
+            return contextlib.nullcontext()
+        return self.state_file.turn()
 
     # --- tools ------------------------------------------------------------------------------
 
@@ -361,12 +379,15 @@ class WorldCalls:
         how to tell clients that a tool-surface fault changed the tool list (an MCP
         notification; nothing without one)."""
         try:
-            token = self.request_token(request, world)
-            args = arguments or {}
-            # Worlds without auth: the call exactly as before (no token to pass)
-            result = await (
-                world.acall(name, args) if token is None else world.acall(name, args, token=token)
-            )
+            async with self.turn():
+                token = self.request_token(request, world)
+                args = arguments or {}
+                # Worlds without auth: the call exactly as before (no token to pass)
+                result = await (
+                    world.acall(name, args)
+                    if token is None
+                    else world.acall(name, args, token=token)
+                )
         except ToolCallError as exc:  # a kernel that raises instead of returning
             return CallFailure(exc.message, exc.kind)
         except Exception as exc:

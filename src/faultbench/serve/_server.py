@@ -167,7 +167,8 @@ class WorldServer(Server, WorldCalls):
             world = self._request_world(ctx) if ctx is not None else self.world
         except (_NoSession, SessionEnded):
             world = self.world  # the tools every new session starts with
-        return _sdk.list_tools_result(self.tool_list(world))
+        async with self.turn():  # --state: the tools of the world as the other servers left it
+            return _sdk.list_tools_result(self.tool_list(world))
 
     # --- calls from this process (`WorldCalls.call_direct`), as the SDK's handler answers ------
 
