@@ -117,6 +117,10 @@ LOWLEVEL_NAMES = {
     "format_event",
     "id_order",
     "add_log_line",
+    # faults in the MCP protocol: what the serve shell enacts for a call
+    "PROTOCOL_KINDS",
+    "Enactment",
+    "protocol_fault",
     # a serve --state server folds what the other servers of its world appended
     "absorb_events",
     "add_tools",

@@ -27,6 +27,8 @@ from ._faults._model import MODEL_KINDS as MODEL_KINDS
 from ._faults._model import ModelFault as ModelFault
 from ._faults._model import ModelKind as ModelKind
 from ._faults._plan import effective_rule as effective_rule
+from ._faults._protocol import PROTOCOL_KINDS as PROTOCOL_KINDS
+from ._faults._protocol import Enactment as Enactment
 from ._faults._surface import SURFACE_KINDS as SURFACE_KINDS
 from ._inspect._diff import format_event as format_event
 from ._inspect._explain import RunExplanation as RunExplanation
@@ -34,6 +36,7 @@ from ._inspect._explain import explain_runs as explain_runs
 from ._inspect._pins import FaultPin as FaultPin
 from ._inspect._pins import faults_received as faults_received
 from ._inspect._pins import pin_block as pin_block
+from ._inspect._pins import protocol_fault as protocol_fault
 from ._read._files import read_bounded as read_bounded
 from ._spec._code import add_tools as add_tools
 from ._spec._code import empty_spec as empty_spec
@@ -86,11 +89,13 @@ __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
     "MODEL_KINDS",
+    "PROTOCOL_KINDS",
     "SURFACE_KINDS",
     "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
     "AgentCall",
     "Cut",
+    "Enactment",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
@@ -122,6 +127,7 @@ __all__ = [
     "parse_faults",
     "pin_block",
     "plural",
+    "protocol_fault",
     "read_bounded",
     "recording_agent_calls",
     "render_faults",

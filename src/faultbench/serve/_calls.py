@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from faultbench.kernel import CallResult, ToolCallError, World
-from faultbench.kernel.lowlevel import SURFACE_KINDS, iso_time, token_expiry
+from faultbench.kernel.lowlevel import PROTOCOL_KINDS, SURFACE_KINDS, iso_time, token_expiry
 
 from ._journal import JournalError, StateFile, StateFileError
 
@@ -75,6 +75,13 @@ _ANNOTATIONS: dict[str, dict[str, bool]] = {
 }
 
 AfterCall = Callable[[World, CallResult], None]
+#: how an MCP face enacts a protocol fault on the answer of a call (`WorldServer`)
+Enact = Callable[[World, CallResult], Awaitable[None]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools and results in wire form
+# ---------------------------------------------------------------------------------------------
 
 
 def tool_wire(tool: Tool) -> dict[str, Any]:
@@ -218,6 +225,11 @@ class WebhookUrlError(ValueError):
     """`webhook_url` given for a world without `webhooks:`, or not on loopback."""
 
 
+# ---------------------------------------------------------------------------------------------
+# WorldCalls: the one handler of every call, whatever face it came through
+# ---------------------------------------------------------------------------------------------
+
+
 class WorldCalls:
     """A world's operations as tools, and the handler every call to them goes through.
 
@@ -346,12 +358,13 @@ class WorldCalls:
         request: Any = None,
         protocol_version: str | None = None,
         tools_changed: Callable[[], Awaitable[None]] | None = None,
+        enact: Enact | None = None,
     ) -> dict[str, Any]:
         """A call of tool `name` on `world` (the shared one or a session's fork), answered in
         wire form as MCP's `tools/call` answers it: `settle`, then `render_result` (or
         `CallFailure.wire` for a call that did not run)."""
         outcome = await self.settle(
-            world, name, arguments, request=request, tools_changed=tools_changed
+            world, name, arguments, request=request, tools_changed=tools_changed, enact=enact
         )
         if isinstance(outcome, CallFailure):
             return outcome.wire()
@@ -368,6 +381,7 @@ class WorldCalls:
         *,
         request: Any = None,
         tools_changed: Callable[[], Awaitable[None]] | None = None,
+        enact: Enact | None = None,
     ) -> CallResult | CallFailure:
         """The one handler of a call, whatever face it came through (MCP in-process, stdio or
         HTTP, the direct path, `--rest`): the caller's token (`request`: the HTTP request, for
@@ -377,7 +391,9 @@ class WorldCalls:
         result; REST: 500 or 503), not an exception. What follows the call (a failing hook or
         notification is logged) is not answered as a call that did not run. `tools_changed`:
         how to tell clients that a tool-surface fault changed the tool list (an MCP
-        notification; nothing without one)."""
+        notification; nothing without one). `enact`: how an MCP face enacts a fault in the
+        protocol itself (`lowlevel.PROTOCOL_KINDS`) on the answer, once the call is settled
+        (without one, such a call answers as usual)."""
         try:
             async with self.turn():
                 token = self.request_token(request, world)
@@ -408,6 +424,8 @@ class WorldCalls:
             except Exception:
                 log.exception("after-call hook %r failed", hook)
         await self.deliver_webhooks(world)
+        if enact is not None and result.fault in PROTOCOL_KINDS:
+            await enact(world, result)  # held, or cancelled by the client while held
         return result
 
     def answer_now(

@@ -634,6 +634,13 @@ def _surface(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) ->
         _log_fault(d, flight, detail)
 
 
+def _protocol(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # The call runs as usual (the fault was logged at admission); what happens to its answer
+    # on the wire is the MCP server's to enact (`_faults/_protocol.py`).
+    flight.value, tx = _attempt(cx, d, flight)
+    tx.commit()
+
+
 def _page(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
     # A read: the list runner serves the page the fault describes (`_lists.py`).
     d.call_id = flight.call_id
@@ -657,6 +664,7 @@ _EFFECTS: dict[str, Executor] = {
     "rewrite": _rewrite,
     "page": _page,
     "surface": _surface,
+    "protocol": _protocol,
 }
 #: effects whose FaultInjected is logged by their executor, once it knows what it did
 
