@@ -168,3 +168,15 @@ def test_state_is_for_stdio_servers(tmp_path, flag):
     assert done.returncode == 2
     assert "exclude each other" in done.stderr
     assert not (tmp_path / "state.jsonl").exists()
+
+
+async def test_python_m_faultbench_serves_over_stdio():
+    """`python -m faultbench serve WORLD`: the command form for clients that start only some
+    executables (Agno), through the official client (docs/INTEGRATIONS.md)."""
+    argv = [sys.executable, "-m", "faultbench", "serve", str(SHOP), "--no-faults"]
+    async with open_client(argv) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "issue_refund" in names
+        got = await client.call_tool("get_order", {"id": "1"})
+        assert not got.is_error
+        assert got.structured_content["id"] == "1"
