@@ -59,8 +59,17 @@ class _Client1:
         listed = await self.session.list_tools()
         return SimpleNamespace(tools=[_snaked(t) for t in listed.tools])
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
-        result = await self.session.call_tool(name, arguments or {})
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        read_timeout_seconds: float | None = None,
+        progress_callback: Any = None,
+    ) -> Any:
+        wait = None if read_timeout_seconds is None else timedelta(seconds=read_timeout_seconds)
+        result = await self.session.call_tool(
+            name, arguments or {}, read_timeout_seconds=wait, progress_callback=progress_callback
+        )
         out = _snaked(result)
         out.is_error = bool(getattr(out, "is_error", False))
         return out

@@ -23,6 +23,11 @@ HELP = "serve a world's operations as MCP tools (stdio, or streamable HTTP with 
 log = logging.getLogger("faultbench.serve")
 
 
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("world", metavar="WORLD", help="the world file (YAML)")
     parser.add_argument(
@@ -116,6 +121,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "is not made and is answered with a server error",
     )
     parser.add_argument(
+        "--state",
+        metavar="FILE",
+        help="stdio: keep the world in FILE, an event log like --events', shared by every "
+        "server started with it: the world is resumed from FILE if it exists and each call "
+        "is appended to it, under a lock (FILE.lock), so clients that start a server per "
+        "call, or several at once, see one world, its seed and fault plan running on as if "
+        "one process served every call. Start every server of FILE with the same world file "
+        "and options. Replay it with `faultbench replay FILE`",
+    )
+    parser.add_argument(
         "--fsync",
         action="store_true",
         help="with --events: fsync the file before each answer, so acknowledged calls "
@@ -175,6 +190,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# Running it: the checks, the world, the server
+# ---------------------------------------------------------------------------------------------
+
+
 def run(args: argparse.Namespace) -> int:
     args.http = args.http or args.rest or args.openenv
     if not args.openenv:
@@ -227,8 +247,21 @@ def run(args: argparse.Namespace) -> int:
                 "and its control API (and a world file runs Python). Pass --token SECRET or "
                 "set FAULTBENCH_TOKEN; clients then send 'Authorization: Bearer SECRET'."
             )
-    if args.fsync and not args.events:
-        return _usage("--fsync only applies with --events FILE.")
+    if args.state is not None:
+        for flag, value in (
+            ("--http", args.http),
+            ("--events", args.events is not None),
+            ("--keep-events", args.keep_events is not None),
+            ("--webhook-url", args.webhook_url is not None),
+        ):
+            if value:
+                return _usage(
+                    f"--state and {flag} exclude each other: --state shares one world between "
+                    "stdio servers started one per call (or several at once); one --http "
+                    "server already serves every client one world (write it with --events)."
+                )
+    if args.fsync and not (args.events or args.state):
+        return _usage("--fsync only applies with --events FILE or --state FILE.")
     if args.keep_events is not None:
         if not args.events:
             return _usage(
@@ -276,6 +309,28 @@ def run(args: argparse.Namespace) -> int:
 
     hooks = world.spec.webhooks
     webhook_url = args.webhook_url or (hooks.url if hooks is not None else None)
+    state = None
+    if args.state is not None:
+        if webhook_url is not None:
+            return _usage(
+                "--state: this world sends webhooks (webhooks: url:), whose deliveries are "
+                "logged off the calls' turns; --state cannot share such a world yet."
+            )
+        from faultbench.serve import StateFile, StateFileError
+
+        if args.principal is not None:
+            return _usage(
+                "--state and --principal exclude each other for now: each server would issue "
+                "its principal a token of its own, a write outside the calls' turns."
+            )
+        fresh = world
+        try:
+            state = StateFile.open(args.state, lambda: fresh)
+        except StateFileError as exc:
+            print(f"faultbench serve: {exc}", file=sys.stderr)
+            return 2
+        world = state.world
+        state.journal.fsync = args.fsync
     try:
         server = build_server(
             world, isolate=args.isolate, principal=args.principal, webhook_url=webhook_url
@@ -283,7 +338,10 @@ def run(args: argparse.Namespace) -> int:
     except WebhookUrlError as exc:  # a world without webhooks:, or a url off loopback
         return _usage(f"--webhook-url: {exc}")
     except ValueError as exc:  # --principal on a world without auth:, or unknown to it
+        if state is not None:
+            state.close()
         return _usage(f"--principal: {exc}")
+    server.state_file = state
     sock = None
     if args.http:
         from faultbench.serve import ListenError, listen_socket
@@ -318,11 +376,18 @@ def run(args: argparse.Namespace) -> int:
         server.wait_webhooks(WEBHOOK_DRAIN_S)
         if journal is not None:
             journal.close()
+        if state is not None:
+            state.close()
     return 0
 
 
 #: how long a stopping server waits for the webhook deliveries its last calls made due
 WEBHOOK_DRAIN_S = 30.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Before serving: warm-up, faults, usage errors, logging
+# ---------------------------------------------------------------------------------------------
 
 
 def _warm_up(world: World) -> None:
@@ -399,6 +464,11 @@ class _Quieter(logging.Filter):
             return False
         self.last[key] = now
         return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving: signals, stdio, HTTP
+# ---------------------------------------------------------------------------------------------
 
 
 async def _on_signal(stop: Callable[[], object]) -> None:

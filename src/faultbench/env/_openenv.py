@@ -82,6 +82,11 @@ _INVALID_REQUEST, _METHOD_NOT_FOUND, _INVALID_PARAMS = -32600, -32601, -32602
 _INTERNAL_ERROR, _SERVER_ERROR = -32603, -32000
 
 
+# ---------------------------------------------------------------------------------------------
+# Episode ids, and the errors the protocol answers
+# ---------------------------------------------------------------------------------------------
+
+
 def run_of(episode_id: Any) -> int:
     """The run index of an episode id: an integer as it is, any other text hashed (BLAKE2b,
     the same on every machine)."""
@@ -122,6 +127,11 @@ def _seed_of(data: dict[str, Any], default: int) -> int:
             "VALIDATION_ERROR",
         )
     return seed
+
+
+# ---------------------------------------------------------------------------------------------
+# One session: the episode it plays
+# ---------------------------------------------------------------------------------------------
 
 
 class _Session:
@@ -183,7 +193,7 @@ class _Session:
             "state_hash": self.world.state_hash(),
         }
 
-    def _ready(self) -> tuple[World, WorldCalls]:
+    def _live_episode(self) -> tuple[World, WorldCalls]:
         if self.world is None or self.calls is None:
             raise ProtocolError("Expected a reset before the first step")
         if self.done:
@@ -197,7 +207,7 @@ class _Session:
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """One tool call in wire form (MCP's `tools/call` answer); counts as a step."""
-        world, calls = self._ready()
+        world, calls = self._live_episode()
         self.steps += 1
         out = await calls.answer(world, name, arguments or {})
         if self.steps >= self.server.max_steps:
@@ -205,7 +215,7 @@ class _Session:
         return out
 
     async def step(self, action: dict[str, Any]) -> dict[str, Any]:
-        self._ready()
+        self._live_episode()
         kind = action.get("type")
         if kind == "list_tools":
             return {"observation": {"tools": self.tools(), "metadata": self.meta()},
@@ -286,6 +296,11 @@ def _result(out: dict[str, Any]) -> dict[str, Any]:
 def _error_type(out: dict[str, Any]) -> str:
     kind = (out.get("_meta") or {}).get("error_kind") or ""
     return _ERROR_TYPES.get(kind, "execution_error")
+
+
+# ---------------------------------------------------------------------------------------------
+# The server: sessions, limits, and the three ways in (WebSocket, JSON-RPC, HTTP)
+# ---------------------------------------------------------------------------------------------
 
 
 class OpenEnvServer:
@@ -614,6 +629,11 @@ class OpenEnvServer:
         return _guarded(Starlette(routes=routes), host, token)
 
 
+# ---------------------------------------------------------------------------------------------
+# Wire forms
+# ---------------------------------------------------------------------------------------------
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -753,6 +773,11 @@ def _openapi(version: str) -> dict[str, Any]:
             "/mcp": {"post": op("MCP JSON-RPC (tools/list, tools/call)", body=True)},
         },
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# The app and its guard
+# ---------------------------------------------------------------------------------------------
 
 
 def openenv_app(

@@ -21,7 +21,9 @@ from ._errors import WebhookSignatureError as WebhookSignatureError
 from ._faults import INJECTABLE_KINDS as INJECTABLE_KINDS
 from ._faults import KINDS as FAULT_KINDS
 from ._faults import MODEL_KINDS as MODEL_KINDS
+from ._faults import PROTOCOL_KINDS as PROTOCOL_KINDS
 from ._faults import SURFACE_KINDS as SURFACE_KINDS
+from ._faults import Enactment as Enactment
 from ._faults import FaultKind as FaultKind
 from ._faults import InjectionPlan as InjectionPlan
 from ._faults import ModelFault as ModelFault
@@ -37,6 +39,7 @@ from ._inspect import explain_runs as explain_runs
 from ._inspect import faults_received as faults_received
 from ._inspect import format_event as format_event
 from ._inspect import pin_block as pin_block
+from ._inspect import protocol_fault as protocol_fault
 from ._read import read_bounded as read_bounded
 from ._spec import WORLD_ATTRIBUTES as WORLD_ATTRIBUTES
 from ._spec import add_tools as add_tools
@@ -57,6 +60,7 @@ from ._text import to_utc as to_utc
 from ._world import SIGNATURE_HEADER as WEBHOOK_SIGNATURE_HEADER
 from ._world import AgentCall as AgentCall
 from ._world import Delivery as WebhookDelivery
+from ._world import absorb_events as absorb_events
 from ._world import keep_events as keep_events
 from ._world import note_agent_call as note_agent_call
 from ._world import recording_agent_calls as recording_agent_calls
@@ -88,11 +92,13 @@ __all__ = [
     "FAULT_KINDS",
     "INJECTABLE_KINDS",
     "MODEL_KINDS",
+    "PROTOCOL_KINDS",
     "SURFACE_KINDS",
     "WEBHOOK_SIGNATURE_HEADER",
     "WORLD_ATTRIBUTES",
     "AgentCall",
     "Cut",
+    "Enactment",
     "FaultKind",
     "FaultPin",
     "InjectionPlan",
@@ -102,6 +108,7 @@ __all__ = [
     "ToolCharges",
     "WebhookDelivery",
     "WebhookSignatureError",
+    "absorb_events",
     "add_log_line",
     "add_tools",
     "did_you_mean",
@@ -126,6 +133,7 @@ __all__ = [
     "parse_faults",
     "pin_block",
     "plural",
+    "protocol_fault",
     "read_bounded",
     "recording_agent_calls",
     "render_faults",

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ._http import serve_http as serve_http
     from ._journal import JournalError as JournalError
     from ._journal import Journals as Journals
+    from ._journal import StateFile as StateFile
+    from ._journal import StateFileError as StateFileError
     from ._sdk import IN_PROCESS_PROTOCOL as IN_PROCESS_PROTOCOL
     from ._sdk import MCP_VERSION as MCP_VERSION
     from ._sdk import call_result as call_result
@@ -54,6 +56,8 @@ _LAZY = {
     "MCP_VERSION": "._sdk",
     "JournalError": "._journal",
     "Journals": "._journal",
+    "StateFile": "._journal",
+    "StateFileError": "._journal",
     "ListenError": "._http",
     "ServedUrl": "._thread",
     "WebhookUrlError": "._calls",
@@ -82,6 +86,8 @@ __all__ = [
     "Journals",
     "ListenError",
     "ServedUrl",
+    "StateFile",
+    "StateFileError",
     "WebhookUrlError",
     "WorldCalls",
     "WorldServer",

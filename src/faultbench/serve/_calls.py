@@ -15,6 +15,7 @@ This module imports neither mcp nor anyio at import time (the import-linter cont
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from faultbench.kernel import CallResult, ToolCallError, World
-from faultbench.kernel.lowlevel import SURFACE_KINDS, iso_time, token_expiry
+from faultbench.kernel.lowlevel import PROTOCOL_KINDS, SURFACE_KINDS, iso_time, token_expiry
 
-from ._journal import JournalError
+from ._journal import JournalError, StateFile, StateFileError
 
 if TYPE_CHECKING:
     from faultbench.kernel import Tool
@@ -74,6 +75,13 @@ _ANNOTATIONS: dict[str, dict[str, bool]] = {
 }
 
 AfterCall = Callable[[World, CallResult], None]
+#: how an MCP face enacts a protocol fault on the answer of a call (`WorldServer`)
+Enact = Callable[[World, CallResult], Awaitable[None]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools and results in wire form
+# ---------------------------------------------------------------------------------------------
 
 
 def tool_wire(tool: Tool) -> dict[str, Any]:
@@ -172,6 +180,13 @@ def failure_result(name: str, exc: Exception) -> CallFailure:
     """What the caller reads when calling tool `name` raised `exc` instead of answering: a
     journal that cannot write (logged once by the journal; the call was undone), or a bug in
     faultbench or a world's handler (logged here)."""
+    if isinstance(exc, StateFileError):  # said once in the server's log, each time to the caller
+        log.error("%s", exc)
+        return CallFailure(
+            f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
+            "Not the agent's fault.",
+            "journal_error",
+        )
     if isinstance(exc, JournalError):
         return CallFailure(
             f"503 Service Unavailable: faultbench did not run {name[:100]!r}: {exc} "
@@ -212,6 +227,11 @@ def token_of(authorization: str) -> str | None:
 
 class WebhookUrlError(ValueError):
     """`webhook_url` given for a world without `webhooks:`, or not on loopback."""
+
+
+# ---------------------------------------------------------------------------------------------
+# WorldCalls: the one handler of every call, whatever face it came through
+# ---------------------------------------------------------------------------------------------
 
 
 class WorldCalls:
@@ -266,6 +286,16 @@ class WorldCalls:
                 )
             self.token = world.issue_token(principal)  # ValueError for an unknown one
         self.after_call: list[AfterCall] = []
+        #: `serve --state FILE`: the file this world is shared through with other servers;
+        #: each call takes its turn at it (`StateFile.turn`)
+        self.state_file: StateFile | None = None
+
+    def turn(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """Hold the world for one call or listing: with a `state_file`, its turn (what other
+        servers wrote folded in first); else nothing to hold."""
+        if self.state_file is None:
+            return contextlib.nullcontext()
+        return self.state_file.turn()
 
     # --- tools ------------------------------------------------------------------------------
 
@@ -332,12 +362,13 @@ class WorldCalls:
         request: Any = None,
         protocol_version: str | None = None,
         tools_changed: Callable[[], Awaitable[None]] | None = None,
+        enact: Enact | None = None,
     ) -> dict[str, Any]:
         """A call of tool `name` on `world` (the shared one or a session's fork), answered in
         wire form as MCP's `tools/call` answers it: `settle`, then `render_result` (or
         `CallFailure.wire` for a call that did not run)."""
         outcome = await self.settle(
-            world, name, arguments, request=request, tools_changed=tools_changed
+            world, name, arguments, request=request, tools_changed=tools_changed, enact=enact
         )
         if isinstance(outcome, CallFailure):
             return outcome.wire()
@@ -354,6 +385,7 @@ class WorldCalls:
         *,
         request: Any = None,
         tools_changed: Callable[[], Awaitable[None]] | None = None,
+        enact: Enact | None = None,
     ) -> CallResult | CallFailure:
         """The one handler of a call, whatever face it came through (MCP in-process, stdio or
         HTTP, the direct path, `--rest`): the caller's token (`request`: the HTTP request, for
@@ -363,14 +395,19 @@ class WorldCalls:
         result; REST: 500 or 503), not an exception. What follows the call (a failing hook or
         notification is logged) is not answered as a call that did not run. `tools_changed`:
         how to tell clients that a tool-surface fault changed the tool list (an MCP
-        notification; nothing without one)."""
+        notification; nothing without one). `enact`: how an MCP face enacts a fault in the
+        protocol itself (`lowlevel.PROTOCOL_KINDS`) on the answer, once the call is settled
+        (without one, such a call answers as usual)."""
         try:
-            token = self.request_token(request, world)
-            args = arguments or {}
-            # Worlds without auth: the call exactly as before (no token to pass)
-            result = await (
-                world.acall(name, args) if token is None else world.acall(name, args, token=token)
-            )
+            async with self.turn():
+                token = self.request_token(request, world)
+                args = arguments or {}
+                # Worlds without auth: the call exactly as before (no token to pass)
+                result = await (
+                    world.acall(name, args)
+                    if token is None
+                    else world.acall(name, args, token=token)
+                )
         except ToolCallError as exc:  # a kernel that raises instead of returning
             return CallFailure(exc.message, exc.kind)
         except Exception as exc:
@@ -391,6 +428,8 @@ class WorldCalls:
             except Exception:
                 log.exception("after-call hook %r failed", hook)
         await self.deliver_webhooks(world)
+        if enact is not None and result.fault in PROTOCOL_KINDS:
+            await enact(world, result)  # held, or cancelled by the client while held
         return result
 
     def answer_now(

@@ -36,15 +36,22 @@ With `--isolate`, each session's world is logged to its own file next to FILE
 (`events.jsonl` -> `events.<session>.jsonl`), opened when the session begins: a session
 whose file cannot be opened is refused then (503), never served without a journal. A
 fork's log starts with its parent's events, so each file still replays alone.
+
+With `--state FILE` (stdio), FILE is such a journal shared by every server of one world, which
+take turns at it under a lock (`StateFile`, the last section): a server resumes the world
+from the file, and folds in what the others appended before each call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
+import sys
+import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -60,6 +67,11 @@ class _MakesWorlds(Protocol):
 
 
 log = logging.getLogger("faultbench.serve")
+
+
+# ---------------------------------------------------------------------------------------------
+# One world's journal: a file that takes every change before it is made
+# ---------------------------------------------------------------------------------------------
 
 
 class JournalError(Exception):
@@ -102,9 +114,12 @@ class Journal:
         file: BinaryIO | None = None,
         opener: Opener | None = None,
         parent: Journal | None = None,
+        holds: int | None = None,
     ):
         """`parent`: the journal of the world `world` was forked from, whose file starts
-        this one when `world`'s log no longer holds its first events (--keep-events)."""
+        this one when `world`'s log no longer holds its first events (--keep-events).
+        `holds`: `file` (opened for appending) already holds `world`'s whole log in its
+        first `holds` bytes (`serve --state`, resuming a world from its file)."""
         self.path = Path(path)
         self.world = world
         self.fsync = fsync
@@ -121,6 +136,8 @@ class Journal:
         self._windows: weakref.WeakSet[Cut] = weakref.WeakSet()
         #: why the last write failed (None: it worked)
         self.failing: str | None = None
+        if holds is not None:
+            self.caught_up(holds)
         try:
             if parent is not None and world.events.first:
                 self._start_from(parent)
@@ -192,6 +209,17 @@ class Journal:
         if self.failing is not None:
             log.warning("the event journal %s is written again", self.path)
             self.failing = None
+
+    @property
+    def size(self) -> int:
+        """Bytes of whole lines the file holds (what this journal wrote or was told of)."""
+        return self._size
+
+    def caught_up(self, size: int) -> None:
+        """The file holds the world's log as it is now, in its first `size` bytes: events
+        another process wrote were folded into the world (`serve --state`)."""
+        self._size = size
+        self._written = self.world.events
 
     def _writable(self) -> BinaryIO:
         if self._file is None:  # the file was deleted: start a new one, with the whole log
@@ -288,6 +316,11 @@ def _shared_prefix(a: Sequence[Event], b: Sequence[Event], lo: int = 0) -> int:
         else:
             hi = mid
     return max(lo, 1)  # event 0 (WorldCreated) is never undone
+
+
+# ---------------------------------------------------------------------------------------------
+# A server's journals: its shared world's and, with --isolate, each session's
+# ---------------------------------------------------------------------------------------------
 
 
 #: file descriptors an --isolate server keeps free of session journals
@@ -396,3 +429,292 @@ class Journals:
         """Log every session world `server` creates (the shared world is logged already)."""
         server.on_new_world.append(self.add_session)
         return self
+
+
+# ---------------------------------------------------------------------------------------------
+# serve --state FILE: one world in a file, shared by the servers that take turns at it
+# ---------------------------------------------------------------------------------------------
+
+
+class StateFileError(Exception):
+    """`serve --state FILE` cannot serve from FILE: it is not this world's event log (another
+    world or world file, other options, not an event log at all) or cannot be read or
+    locked. The message names the file and the fix; the file is left as it was."""
+
+
+class FileLock:
+    """An exclusive lock held by one process at a time: the operating system's advisory
+    lock on a file of its own (`FILE.lock`, beside the state file, created if absent and
+    never removed). POSIX: `fcntl.flock`; Windows: `msvcrt.locking` of its first byte. Both
+    are released by the operating system when the process dies, `kill -9` included, so a
+    killed server never leaves the world locked. Not reentrant: `StateFile` counts its
+    holders."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self._file: BinaryIO = open(path, "a+b", buffering=0)  # noqa: SIM115
+        except OSError as exc:
+            raise StateFileError(
+                f"cannot open the lock file {path} (--state): {exc.strerror or exc}"
+            ) from None
+
+    def try_acquire(self) -> bool:
+        fd = self._file.fileno()
+        try:
+            if sys.platform == "win32":
+                import msvcrt
+
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK):
+                return False
+            raise
+        return True
+
+    def acquire(self, timeout: float) -> None:
+        """Wait (blocking this thread) until the lock is ours; `StateFileError` after
+        `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.try_acquire():
+            if time.monotonic() > deadline:
+                raise StateFileError(_busy(self.path, timeout))
+            time.sleep(LOCK_POLL_S)
+
+    async def acquire_async(self, timeout: float) -> None:
+        """`acquire` without blocking the event loop (any loop anyio runs on)."""
+        import anyio
+
+        deadline = time.monotonic() + timeout
+        while not self.try_acquire():
+            if time.monotonic() > deadline:
+                raise StateFileError(_busy(self.path, timeout))
+            await anyio.sleep(LOCK_POLL_S)
+
+    def release(self) -> None:
+        fd = self._file.fileno()
+        if sys.platform == "win32":
+            import msvcrt
+
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+#: how often a server waiting for the state file's lock tries again (seconds)
+LOCK_POLL_S = 0.002
+#: how long a server waits for the state file's lock before it gives up (seconds): another
+#: server holds it for one call at a time, a few milliseconds
+LOCK_TIMEOUT_S = 30.0
+
+
+def _busy(path: Path, timeout: float) -> str:
+    return (
+        f"the state file's lock {path} (--state) was held by another process for more than "
+        f"{timeout:g} s; a faultbench server holds it for one call at a time. Is another "
+        "program holding it?"
+    )
+
+
+class StateFile:
+    """One world kept in an event-log file for every server that serves it (`serve --state
+    FILE`), so that clients which start a server per call, or several at once, see one world.
+
+    FILE is an `--events` journal like any other (replay it, report on it), written the same
+    way (the journal is the acknowledgement; `Journal`). What is added is taking turns: each
+    call (and each `tools/list`) holds the lock (`FileLock`), first folds in what other
+    servers appended since this one last looked (`lowlevel.absorb_events`, checked as a
+    replay checks a log), then runs, its events written to FILE before the lock is let go.
+    So calls from every server form one log in one order, and each decides on the whole
+    world: the same seed and fault plan run on as if one process had served every call (the
+    plan draws from the call counts and clock of the state, and the state is the file's).
+    Calls of one server that run at once (a batch) take one turn together.
+
+    A stdio server only: it changes its world through tool calls alone, so the file only
+    ever grows by whole calls (no reset or restore to apply from another process)."""
+
+    def __init__(self, path: Path, world: World, journal: Journal, lock: FileLock):
+        self.path = path
+        self.world = world
+        self.journal = journal
+        self.lock = lock
+        self._holders = 0
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], make_world: Callable[[], World]) -> StateFile:
+        """The world FILE holds, resumed (FILE exists and is not empty), or `make_world()`'s
+        new world written to it (FILE absent or empty). FILE is checked to be this world's
+        log, begun with the same options: the first events `make_world()` logs (the world
+        file's digest, seed, run, seed rows, fault rules) are the file's first lines, byte for
+        byte; else `StateFileError`, and the file is not touched."""
+        from faultbench.kernel import ReplayError, decode_events, replay
+
+        path = Path(path)
+        lock = FileLock(path.with_name(path.name + ".lock"))
+        try:
+            lock.acquire(LOCK_TIMEOUT_S)
+            try:
+                data = _read_state(path)
+                fresh = make_world()
+                holds: int | None = None  # a new file: the journal writes the whole log
+                if not data:
+                    world = fresh
+                else:
+                    genesis = encode_events(fresh.events)
+                    if not data.startswith(genesis):
+                        raise StateFileError(_not_this_world(path, data, fresh))
+                    if not data.endswith(b"\n"):
+                        raise StateFileError(_cut_short(path, data))
+                    try:
+                        world = replay(fresh.spec, decode_events(data))
+                    except (ReplayError, ValueError) as exc:
+                        raise StateFileError(
+                            f"{path} (--state) does not replay: {exc}. Nothing was written to "
+                            "it; check it with `faultbench replay`, or start a new file."
+                        ) from None
+                    holds = len(data)
+                try:
+                    file = open(path, "ab", buffering=0)  # noqa: SIM115
+                except OSError as exc:
+                    raise StateFileError(
+                        f"cannot open {path} (--state) for appending: {exc.strerror or exc}"
+                    ) from None
+                try:
+                    journal = Journal(path, world, file=file, holds=holds)
+                except JournalError as exc:
+                    raise StateFileError(exc.summary) from None
+            finally:
+                lock.release()
+        except BaseException:
+            lock.close()
+            raise
+        return cls(path, world, journal, lock)
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold the world for one call (or one listing): the lock taken (without blocking
+        the event loop), what other servers appended folded in, and let go once the call's
+        events are in the file. Tasks of this server that overlap share one turn."""
+        if self._holders == 0:
+            await self.lock.acquire_async(LOCK_TIMEOUT_S)
+            try:
+                self.catch_up()
+            except BaseException:
+                self.lock.release()
+                raise
+        self._holders += 1
+        try:
+            yield
+        finally:
+            self._holders -= 1
+            if self._holders == 0:
+                self.lock.release()
+
+    def catch_up(self) -> int:
+        """Fold into the world what other servers appended to FILE since this one last
+        wrote or read it (the lock held); how many events. `StateFileError` if what they
+        appended cannot be (a line cut short by a killed server, a rewind, events that do
+        not continue this world's log): the world stays as it was, and so does the file."""
+        from faultbench.kernel import LogRewound, ReplayError, decode_events
+        from faultbench.kernel.lowlevel import absorb_events
+
+        size = self.journal.size
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(size)
+                tail = f.read()
+        except OSError as exc:
+            raise StateFileError(
+                f"cannot read {self.path} (--state): {exc.strerror or exc}"
+            ) from None
+        if not tail:
+            return 0
+        if not tail.endswith(b"\n"):
+            raise StateFileError(_cut_short(self.path, tail))
+        try:
+            events = decode_events(tail)
+            if any(type(ev) is LogRewound for ev in events):
+                raise ValueError("a LogRewound line (only a reset or restore writes one)")
+            n = absorb_events(self.world, events)
+        except (ReplayError, ValueError) as exc:
+            raise StateFileError(
+                f"what another process appended to {self.path} (--state) since byte {size} "
+                f"does not continue this world: {exc}. Nothing was written; check the file "
+                "with `faultbench replay`."
+            ) from None
+        self.journal.caught_up(size + len(tail))
+        return n
+
+    def close(self) -> None:
+        self.journal.close()
+        self.lock.close()
+
+
+def _read_state(path: Path) -> bytes:
+    """FILE's bytes (b"" when it does not exist yet); only a regular file."""
+    from faultbench.kernel.lowlevel import read_bounded
+
+    if not path.exists():
+        return b""
+    try:
+        return read_bounded(path, 2**62)
+    except (OSError, ValueError) as exc:
+        raise StateFileError(f"cannot read {path} (--state): {exc}") from None
+
+
+def _cut_short(path: Path, data: bytes) -> str:
+    line = data.count(b"\n") + 1
+    return (
+        f"{path} (--state) ends in a line cut short (line {line} of what was read has no "
+        "newline): a server was killed while writing it, and that call was never answered. "
+        "Nothing was written; remove that last partial line (`faultbench replay --partial` "
+        "shows the log without it) and start again."
+    )
+
+
+def _not_this_world(path: Path, data: bytes, fresh: World) -> str:
+    """Why FILE is not the log `fresh` (a world just made from the command line) continues."""
+    from faultbench.kernel import WorldCreated, decode_events
+
+    head = data.split(b"\n", 1)[0]
+    try:
+        first = decode_events(head)[0] if head.strip() else None
+    except ValueError:
+        first = None
+    if not isinstance(first, WorldCreated):
+        return (
+            f"{path} (--state) is not a faultbench event log: its first line is not a "
+            "WorldCreated event. Nothing was written to it; point --state at a new file or at "
+            "one a `faultbench serve --state` (or --events) wrote for this world."
+        )
+    mine = fresh.events[0]
+    assert isinstance(mine, WorldCreated)
+    if first.world != mine.world or first.digest != mine.digest:
+        return (
+            f"{path} (--state) holds the world {first.world!r} of a world file with digest "
+            f"{first.digest[:12]}..., not {mine.world!r} of {fresh.spec.path or 'this file'} "
+            f"(digest {mine.digest[:12]}...): another world, or the world file changed since. "
+            "Nothing was written to it; use another --state file for this world file."
+        )
+    if (first.seed, first.run) != (mine.seed, mine.run):
+        return (
+            f"{path} (--state) was begun with seed {first.seed} and run {first.run}, but this "
+            f"server was started with seed {mine.seed} and run {mine.run}. Nothing was "
+            "written to it; start every server of this file with the same --seed and --run."
+        )
+    return (
+        f"{path} (--state) was begun with other fault options (--faults, --no-faults) or "
+        "other seed rows than this server's. Nothing was written to it; start every server "
+        "of this file with the same options."
+    )

@@ -107,6 +107,9 @@ class Request:
     protocol_version: str | None
     #: the SDK's `ServerSession` of the request (None: none), for notifications
     session: Any = None
+    #: the request's `_meta` as the SDK parsed it (its progress token), and its id
+    meta: Any = None
+    request_id: Any = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,8 @@ def init_server(
             request=ctx.request,
             protocol_version=params.protocolVersion if params is not None else None,
             session=session,
+            meta=ctx.meta,
+            request_id=ctx.request_id,
         )
 
     async def listed() -> list[Any]:
@@ -463,6 +468,36 @@ async def notify_tools_changed(server: Any, ctx: Any) -> None:
     session = getattr(ctx, "session", None)
     if session is not None:
         await session.send_tool_list_changed()
+
+
+def progress_token(ctx: Any) -> str | int | None:
+    """The progress token the client sent with the request `ctx` (2.x's request context, or
+    the `Request` that `init_server` makes on 1.x), if any: 2.x parses `_meta` into a dict
+    (`progress_token`), 1.x into a model (`progressToken`); a context built before parsing
+    still has the raw params."""
+    meta = getattr(ctx, "meta", None)
+    if isinstance(meta, Mapping):
+        token = meta.get("progress_token", meta.get("progressToken"))
+    else:
+        token = getattr(meta, "progressToken", None)
+    if token is None:
+        params = getattr(ctx, "params", None)
+        raw = params.get("_meta") if isinstance(params, Mapping) else None
+        token = raw.get("progressToken") if isinstance(raw, Mapping) else None
+    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+async def send_progress(ctx: Any, progress: float, total: float | None) -> bool:
+    """`notifications/progress` for the request `ctx`, on its session (the same method on
+    both SDKs); False when the client sent no progress token or there is no session."""
+    token = progress_token(ctx)
+    session = getattr(ctx, "session", None)
+    if token is None or session is None:
+        return False
+    await session.send_progress_notification(
+        token, progress, total, related_request_id=getattr(ctx, "request_id", None)
+    )
+    return True
 
 
 def refuse_discovery(server: Any, message: str) -> None:

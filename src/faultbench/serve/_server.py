@@ -35,7 +35,8 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from faultbench.kernel import World
+from faultbench.kernel import CallResult, World
+from faultbench.kernel.lowlevel import protocol_fault
 
 from . import _sdk
 from ._calls import WorldCalls, error_result, failure_result, tool_wire
@@ -167,7 +168,8 @@ class WorldServer(Server, WorldCalls):
             world = self._request_world(ctx) if ctx is not None else self.world
         except (_NoSession, SessionEnded):
             world = self.world  # the tools every new session starts with
-        return _sdk.list_tools_result(self.tool_list(world))
+        async with self.turn():  # --state: the tools of the world as the other servers left it
+            return _sdk.list_tools_result(self.tool_list(world))
 
     # --- calls from this process (`WorldCalls.call_direct`), as the SDK's handler answers ------
 
@@ -217,7 +219,30 @@ class WorldServer(Server, WorldCalls):
             request=ctx.request,
             protocol_version=ctx.protocol_version,
             tools_changed=lambda: _sdk.notify_tools_changed(self, ctx),
+            enact=lambda world, result: self._enact(ctx, world, result),
         )
+
+    async def _enact(self, ctx: Any, world: World, result: CallResult) -> None:
+        """A fault in the MCP protocol itself, on the answer of a call that has happened:
+        what the kernel decided (`lowlevel.protocol_fault`), done on the wire. Progress
+        notifications and `tools/list_changed` first, then the answer held (a client's
+        `notifications/cancelled` ignored meanwhile), or held until the client cancels: the
+        SDK then cancels this handler and, as MCP requires, sends no answer."""
+        import anyio
+
+        plan = protocol_fault(world.events, result.call_id)
+        if plan is None:
+            return
+        if plan.progress:
+            for i in range(1, plan.progress + 1):
+                await _sdk.send_progress(ctx, i, plan.total)
+        for _ in range(plan.list_changed):
+            await _sdk.notify_tools_changed(self, ctx)
+        if plan.hold_s:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(plan.hold_s)
+        if plan.until_cancelled:
+            await anyio.sleep_forever()
 
 
 class _NoSession(Exception):

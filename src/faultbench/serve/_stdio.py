@@ -27,9 +27,11 @@ by the same pydantic-core serializer, one whole line through the same writer. It
 SDK's message models, memory streams, dispatcher task and runner: about half of a call's
 CPU (docs/BENCHMARKS.md). Everything else (the opening request, `initialize`, lists,
 notifications, any line the checks refuse) goes to the SDK as before. A
-`notifications/cancelled` for such a call reaches the SDK, which knows no such request: the
-call (a few virtual-time steps, never a real wait) is answered; MCP lets a server answer a
-request it was asked to cancel.
+`notifications/cancelled` for such a call cancels its task here, as the SDK cancels its
+handlers (the call itself is a few virtual-time steps, never a real wait; what a client can
+cancel is an answer a protocol fault holds), and no answer is sent; the SDK sees the
+notification too, and knows no such request. A call whose `_meta` carries a progress token
+goes the SDK's way: its progress notifications ride the SDK's session.
 
 While serving, fd 1 points at stderr, so a handler that prints cannot corrupt the protocol
 (the SDK does the same when it claims the streams itself).
@@ -139,6 +141,9 @@ class _LineReader:
         self.answer: Answer | None = None
         self.nursery: trio.Nursery | None = None
         self.modern: bool | None = None  # the connection's era, once its first request said
+        #: the tool calls answered here and still running, by JSON-RPC id: what a
+        #: `notifications/cancelled` for one of them cancels
+        self.running: dict[str, trio.CancelScope] = {}
 
     def __aiter__(self) -> _LineReader:
         return self
@@ -205,23 +210,51 @@ class _LineReader:
             return False  # the opening request is the SDK's: it opens the connection
         if not self.modern or self.answer is None or self.nursery is None:
             return False
+        cancelled = _cancelled_id(message)
+        if cancelled is not None:
+            scope = self.running.get(cancelled)
+            if scope is not None:
+                scope.cancel()
+            return False  # the SDK sees it too (and knows no such request)
         call = modern_tool_call(message)
-        if call is None:
-            return False
+        if call is None or _has_progress_token(message):
+            return False  # progress notifications ride the SDK's session: its way
         self.nursery.start_soon(self._answer, message["id"], *call)
         return True
 
     async def _answer(self, ident: int | str, version: str, params: CallParams) -> None:
         assert self.answer is not None
         assert self.reply is not None
-        try:
-            result = await self.answer(version, params)  # a failing call is a result
-        except Exception as exc:  # a bug that escaped the handler: the SDK's error, no crash
-            line = pydantic_core.to_json(jsonrpc_error(ident, exc)[1])
-        else:
-            line = pydantic_core.to_json({"jsonrpc": "2.0", "id": ident, "result": result})
+        key = json.dumps(ident)
+        with trio.CancelScope() as scope:
+            self.running[key] = scope
+            try:
+                result = await self.answer(version, params)  # a failing call is a result
+            except Exception as exc:  # a bug that escaped the handler: the SDK's error
+                line = pydantic_core.to_json(jsonrpc_error(ident, exc)[1])
+            else:
+                line = pydantic_core.to_json({"jsonrpc": "2.0", "id": ident, "result": result})
+            finally:
+                del self.running[key]
+        if scope.cancelled_caught:
+            return  # the client cancelled it (a fault held its answer): MCP sends none
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await self.reply.send_line(line + b"\n")  # else the client has gone
+
+
+def _cancelled_id(message: Any) -> str | None:
+    """The request id a `notifications/cancelled` names (as `_answer` keys it), else None."""
+    if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
+        return None
+    params = message.get("params")
+    ident = params.get("requestId") if isinstance(params, dict) else None
+    return json.dumps(ident) if isinstance(ident, str | int) else None
+
+
+def _has_progress_token(message: Any) -> bool:
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
 
 
 class _Writer:

@@ -127,6 +127,7 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
         "duplicate_delivery", "out_of_order", "delayed", "dropped",
         "page_drift", "truncated_page", "expired_cursor",
         "rug_pull", "tool_removed", "tool_added", "renamed_args",
+        "answer_after_cancel", "ignore_cancel", "progress_stall", "list_changed_burst",
     )  # fmt: skip
     assert [k.name for k in KINDS if not k.configurable] == ["rate_limit"]
     assert {k.name for k in KINDS if EFFECTS[k.effect]} == FAILURE_KINDS
@@ -178,7 +179,7 @@ def test_a_kind_missing_from_the_docs_is_caught():
 
 
 def test_options_are_looked_up_by_kind():
-    assert kinds_with_option("timeout_s") == ("timeout", "timeout_before_commit")
+    assert kinds_with_option("timeout_s") == ("timeout", "timeout_before_commit", "ignore_cancel")
     assert kinds_with_option("commit") == (
         "timeout", "http_500", "http_502", "http_503", "not_found", "empty_result",
         "malformed_json",

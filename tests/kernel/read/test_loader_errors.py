@@ -17,7 +17,8 @@ KINDS = (
     "empty_result, malformed_json, stale_read, duplicate, inject, wrong_value, schema_violation, "
     "oversized_result, conflict, token_expired, revoked, duplicate_delivery, out_of_order, "
     "delayed, dropped, page_drift, truncated_page, expired_cursor, rug_pull, tool_removed, "
-    "tool_added or renamed_args"
+    "tool_added, renamed_args, answer_after_cancel, ignore_cancel, progress_stall or "
+    "list_changed_burst"
 )
 TYPES = (
     "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"

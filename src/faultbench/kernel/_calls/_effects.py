@@ -144,6 +144,13 @@ def _surface(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> N
         log_fault(d, flight, detail)
 
 
+def _protocol(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # The call runs as usual (the fault was logged at admission); what happens to its answer
+    # on the wire is the MCP server's to enact (`_faults/_protocol.py`).
+    flight.value, tx = attempt(cx, d, flight)
+    tx.commit()
+
+
 def _page(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> None:
     # A read: the list runner serves the page the fault describes (`_lists.py`).
     d.call_id = flight.call_id
@@ -199,6 +206,7 @@ EFFECTS: dict[str, Executor] = {
     "rewrite": _rewrite,
     "page": _page,
     "surface": _surface,
+    "protocol": _protocol,
 }
 
 

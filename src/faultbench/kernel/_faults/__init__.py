@@ -22,6 +22,7 @@ from ._kinds import (
 )
 from ._lies import CHANGES, REWRITES
 from ._plan import FaultDecision, FaultPlan, FaultTarget, created_field, effective_rule
+from ._protocol import PROTOCOL_KINDS, Enactment, enactment
 from ._rules import BY_ID, merged_rule
 from ._surface import SURFACE_KINDS, ToolChange, fold, surface_digest_items
 from ._types import ErrorRule, FaultRule, Latency, RateLimit
@@ -65,11 +66,13 @@ __all__ = [
     "MODEL_KEY",
     "MODEL_KINDS",
     "MODEL_KIND_NAMES",
+    "PROTOCOL_KINDS",
     "REFUSED_KINDS",
     "REWRITES",
     "SURFACE_KINDS",
     "TEMPLATES",
     "Admitted",
+    "Enactment",
     "ErrorRule",
     "FaultDecision",
     "FaultKind",
@@ -87,6 +90,7 @@ __all__ = [
     "created_field",
     "decide_model",
     "effective_rule",
+    "enactment",
     "fold",
     "http_status",
     "injection_text",

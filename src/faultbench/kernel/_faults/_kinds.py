@@ -61,6 +61,7 @@ EFFECTS: dict[str, bool] = {
     "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
     "page": False,  # a list page served wrong: shifted by one, or `has_more` cut short
     "surface": False,  # the call runs as usual, then the tool list changes (`_surface.py`)
+    "protocol": False,  # the call runs as usual; an MCP server mistreats its answer (`_protocol.py`)
 }
 
 
@@ -439,6 +440,38 @@ KINDS: tuple[FaultKind, ...] = (
         options=(
             _TOOL, Option("arg", None, "arg {}", text=True), Option("to", None, "to {}", text=True),
         ),
+    ),
+    # Faults in the MCP protocol itself (issue 40): the call runs as usual in the world (its
+    # writes stay), and the MCP server mistreats how its answer travels, as `_protocol.py`
+    # says and the serve shell enacts. Any other face (`--rest`, a direct call) answers as
+    # usual. The answer is held until the client sends `notifications/cancelled`.
+    FaultKind(
+        name="answer_after_cancel", effect="protocol",
+        status=200, headers=(), colour="#8c6d31",
+        default_commit=True, commit_option=False,
+    ),
+    # The answer comes `timeout_s` later (virtual and real seconds) whatever the client does:
+    # a `notifications/cancelled` in between stops nothing.
+    FaultKind(
+        name="ignore_cancel", effect="protocol",
+        status=200, headers=(), colour="#bd9e39",
+        default_commit=True, commit_option=False,
+        options=(Option("timeout_s", 2.0, "answers after {}"),),
+    ),
+    # `times` progress notifications (to a client that sent a progress token), then none and
+    # no answer until the client cancels.
+    FaultKind(
+        name="progress_stall", effect="protocol",
+        status=200, headers=(), colour="#e7ba52",
+        default_commit=True, commit_option=False,
+        options=(Option("times", 2, "stalls after {} notifications", whole=True),),
+    ),
+    # `times` `notifications/tools/list_changed` before the answer, the tools unchanged.
+    FaultKind(
+        name="list_changed_burst", effect="protocol",
+        status=200, headers=(), colour="#e7cb94",
+        default_commit=True, commit_option=False,
+        options=(Option("times", 20, "{} notifications", whole=True),),
     ),
 )  # fmt: skip
 

@@ -13,7 +13,7 @@ from ._trace import Trace
 
 if _typing.TYPE_CHECKING:
     from ._explain import RunExplanation, explain_runs
-    from ._pins import FaultPin, faults_received, pin_block
+    from ._pins import FaultPin, faults_received, pin_block, protocol_fault
 
 #: names imported on first use (PEP 562): their modules are not loaded by `import faultbench`
 _LAZY = {
@@ -22,6 +22,7 @@ _LAZY = {
     "FaultPin": "._pins",
     "faults_received": "._pins",
     "pin_block": "._pins",
+    "protocol_fault": "._pins",
 }
 
 __getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
@@ -40,4 +41,5 @@ __all__ = [
     "faults_received",
     "format_event",
     "pin_block",
+    "protocol_fault",
 ]

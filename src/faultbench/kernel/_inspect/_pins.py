@@ -8,16 +8,16 @@ entries, with no other rule in force, they inject exactly those faults again: wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._faults import MODEL_KEY, model_kind
+from .._faults import MODEL_KEY, Enactment, enactment, model_kind
 from .._faults import kind as fault_kind
 from .._spec import WorldSpec
 from .._store import CallStarted, FaultInjected, ModelCalled
 
-__all__ = ["FaultPin", "faults_received", "pin_block"]
+__all__ = ["FaultPin", "faults_received", "pin_block", "protocol_fault"]
 
 #: the pseudo-tool of webhook deliveries' faults (`FaultInjected.tool`, `_world/_webhooks.py`)
 _WEBHOOKS = "webhooks"
@@ -107,3 +107,17 @@ def pin_block(pins: Iterable[FaultPin], spec: WorldSpec) -> dict[str, Any]:
             key = f"{spec.webhooks.service}.{_WEBHOOKS}"
         block.setdefault(key, {"script": {}})["script"][pin.k] = pin.entry()
     return block
+
+
+def protocol_fault(events: Sequence[Any], call_id: str) -> Enactment | None:
+    """What an MCP server must do with the answer of call `call_id` (`_faults/_protocol.py`),
+    read from the `FaultInjected` of that call in `events` (a world's log, searched from its
+    end back to the call's start); None when the call got no protocol fault."""
+    first = getattr(events, "first", 0)
+    for i in range(len(events) - 1, first - 1, -1):
+        ev = events[i]
+        if isinstance(ev, FaultInjected) and ev.call_id == call_id:
+            return enactment(ev.kind, ev.detail)
+        if isinstance(ev, CallStarted) and ev.call_id == call_id:
+            return None
+    return None

@@ -8,7 +8,7 @@ import typing as _typing
 from faultbench._lazy import lazy_names as _lazy_names
 
 from ._current import AgentCall, current_world, note_agent_call, recording_agent_calls, using_world
-from ._replay import replay, spec_for_log
+from ._replay import absorb_events, replay, spec_for_log
 from ._webhooks import SIGNATURE_HEADER, Delivery, sign_webhook, verify_webhook
 from ._world import Snapshot, World, load_world
 
@@ -29,6 +29,7 @@ __all__ = [
     "Delivery",
     "Snapshot",
     "World",
+    "absorb_events",
     "current_world",
     "keep_events",
     "load_world",

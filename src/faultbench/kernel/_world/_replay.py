@@ -23,6 +23,7 @@ from .._spec import FieldSpec, WorldSpec, _coerce, from_json, has_datetime, tool
 from .._store import (
     Book,
     ClockAdvanced,
+    Draft,
     EffectScheduled,
     Event,
     FaultInjected,
@@ -239,6 +240,45 @@ def replay(
     if strict:  # after the fold, whose checks name a malformed row more precisely
         _check_seed_rows(spec, first, log)
     return World.from_book(spec, first.seed, Book(state, None, items))
+
+
+def absorb_events(world: World, events: Iterable[Event]) -> int:
+    """Fold `events`, which continue `world`'s log, into `world`: events another process
+    appended to the same log (the serve shell's `--state` file, shared by several servers of
+    one world). They are checked as `replay` checks a log (seqs without gaps from the
+    world's next one, times on the clock, record values of their types, old values the
+    state's) and join the world whole or not at all (`ReplayError` naming the first that
+    does not fit; the world is then as it was). The world's log watcher is not shown them:
+    they are already where it keeps them. Returns how many events joined."""
+    spec = world.spec
+    coerce = _Coercer(spec)
+    check = _Checker(spec)
+    book = world._book  # noqa: SLF001  (the kernel reaching its own Book)
+    with book.lock:
+        draft = Draft(book.state)
+        for ev in events:
+            seq = draft.state.seq
+            if ev.seq != seq:
+                raise _at(
+                    ev.seq,
+                    f"Expected the event after this world's last one to have seq {seq}. "
+                    f"Instead, received {type(ev).__name__} with seq {ev.seq}: it does not "
+                    "continue this world's log.",
+                )
+            ev = coerce(ev)
+            try:
+                check(draft.state, ev)
+                draft.emit(ev)
+            except ReplayError as exc:
+                raise _at(seq, f"event {seq} does not apply: {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise _at(seq, f"event {seq} ({type(ev).__name__}) does not apply: {exc}") from None
+        watcher, book.watcher = book.watcher, None
+        try:
+            book.commit_locked(draft)
+        finally:
+            book.watcher = watcher
+    return len(draft.pending)
 
 
 def _check_seed_rows(spec: WorldSpec, first: WorldCreated, log: list[Event]) -> None:
