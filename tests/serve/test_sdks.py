@@ -30,13 +30,14 @@ def reach(request, tmp_path):
     if request.param == "stdio":
         events = tmp_path / "events.jsonl"
         argv = [sys.executable, "-m", "faultbench.cli", "serve", str(SHOP), "--events", str(events)]
+        argv.append("--debug-meta")  # the test reads the fault kinds it names
         yield argv, None, events
         return
     world = faultbench.load_world(SHOP)
     if request.param == "in_process":
-        yield build_server(world), world, None
+        yield build_server(world, debug=True), world, None
         return
-    with serve_in_thread(world) as url:
+    with serve_in_thread(build_server(world, debug=True)) as url:
         yield url, world, None
 
 

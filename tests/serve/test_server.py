@@ -25,6 +25,9 @@ def mode(request):
 
 
 def client(world, mode: str, **kw) -> mcp.Client:
+    """The official client on `world`'s server with `--debug-meta` (these tests read the
+    call id and fault kind it names; test_telltales.py proves the default names none)."""
+    kw.setdefault("debug", True)
     return mcp.Client(build_server(world, **kw), mode=mode)
 
 

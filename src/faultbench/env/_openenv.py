@@ -115,8 +115,10 @@ class _Session:
         self.steps += 1
         if kind == "call_tool":
             name = str(action.get("tool_name", ""))
-            out = await self.calls.answer(self.world, name, action.get("arguments") or {})
-            observation = _observation(name, out)
+            out, error_kind = await self.calls.answer_kind(
+                self.world, name, action.get("arguments") or {}
+            )
+            observation = _observation(name, out, error_kind)
         elif set(action) == {"reply"}:
             return self._end({"reply": str(action["reply"])})
         else:
@@ -148,9 +150,10 @@ class _Session:
         return self.meta()
 
 
-def _observation(name: str, out: dict[str, Any]) -> dict[str, Any]:
+def _observation(name: str, out: dict[str, Any], error_kind: str | None) -> dict[str, Any]:
     """A wire answer as OpenEnv's `CallToolObservation`: a FastMCP-shaped result (its `data`
-    what `MCPToolClient.call_tool` returns), and for a failed call a `ToolError`."""
+    what `MCPToolClient.call_tool` returns), and for a failed call a `ToolError` whose type
+    is `error_kind` in OpenEnv's terms (a gateway timeout is a timeout, as a real one is)."""
     text = out["content"][0]["text"]
     failed = bool(out.get("isError"))
     try:
@@ -166,7 +169,7 @@ def _observation(name: str, out: dict[str, Any]) -> dict[str, Any]:
     }
     error = None
     if failed:
-        kind = out.get("_meta", {}).get("error_kind") or ""
+        kind = error_kind or ""
         error = {"error_type": _ERROR_TYPES.get(kind, "execution_error"), "message": text}
     return {"tool_name": name, "result": result, "error": error}
 

@@ -32,6 +32,7 @@ from .._errors import (
 )
 from .._spec._lists import is_rich
 from .._spec._schema import Validator, default_description, input_schema, operation_args
+from .._spec._tooldoc import tool_annotations, tool_output_schema, tool_title
 from .._store._book import Book, Draft
 from .._store._clock import VirtualClock
 from .._store._events import Event
@@ -218,6 +219,9 @@ class CompiledOp:
             service=op.service,
             kind=op.kind,
             record=op.record,
+            title=tool_title(op),
+            annotations=tool_annotations(op),
+            output_schema=tool_output_schema(op, spec.records),
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self._feed: Feed | None = None  # `list_events` only: made on first use

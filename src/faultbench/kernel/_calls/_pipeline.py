@@ -39,7 +39,7 @@ from .._errors import (
 )
 from .._faults._injections import injection_text, plant
 from .._faults._kinds import kind
-from .._faults._lies import REWRITES
+from .._faults._lies import REWRITES, broken_structure
 from .._faults._plan import FaultDecision, FaultPlan, created_field
 from .._faults._rules import BY_ID
 from .._faults._window import Window
@@ -219,6 +219,7 @@ class Flight:
         "op",
         "principal",
         "started",
+        "structured",
         "text",
         "token",
         "value",
@@ -236,6 +237,8 @@ class Flight:
         self.end_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
         self.value: Any = None
         self.text: str | None = None
+        #: `invalid_structured_content`: the broken copy sent as `structuredContent`
+        self.structured: Any = None
         self.error: ToolCallError | None = None
         self.principal: str | None = None
         self.token: str | None = None
@@ -313,7 +316,7 @@ def admit(
 
 
 #: effects whose fault is logged by their executor, with the text it made
-_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite", "surface"})
+_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite", "surface", "structured"})
 
 
 def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
@@ -621,6 +624,17 @@ def _rewrite(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) ->
     _log_fault(d, flight, detail)
 
 
+def _structured(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # A fault of the MCP protocol: the operation runs as usual and its text stays true; the
+    # copy an MCP answer carries as `structuredContent` breaks the tool's output schema. The
+    # log holds that copy (`structured`), as a malformed answer's holds its text.
+    detail = _run_committed(cx, d, flight, decision)
+    flight.structured, said = broken_structure(flight.value, decision.field)
+    detail.update(said)
+    detail["structured"] = flight.structured
+    _log_fault(d, flight, detail)
+
+
 def _surface(cx: Pipeline, d: Draft, flight: Flight, decision: FaultDecision) -> None:
     # The call runs as usual; then the tool list changes, whatever the call answered. The
     # change is worked out against the tools of this moment and logged with the fault, which
@@ -657,6 +671,7 @@ _EFFECTS: dict[str, Executor] = {
     "rewrite": _rewrite,
     "page": _page,
     "surface": _surface,
+    "structured": _structured,
 }
 #: effects whose FaultInjected is logged by their executor, once it knows what it did
 
@@ -690,6 +705,7 @@ def finish(d: Draft, flight: Flight) -> CallResult:
         flight.error,
         flight.value,
         flight.text,
+        flight.structured,
     )
 
 
@@ -704,6 +720,7 @@ def _answer(
     exc: ToolCallError | None,
     value: Any,
     text: str | None,
+    structured: Any = None,
 ) -> CallResult:
     state = d.state
     tool = op.name
@@ -721,6 +738,7 @@ def _answer(
         k=k,
         started_at=started,
         finished_at=state.clock,
+        structured=structured,
     )
 
 

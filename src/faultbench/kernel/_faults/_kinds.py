@@ -55,6 +55,9 @@ EFFECTS: dict[str, bool] = {
     "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
     "page": False,  # a list page served wrong: shifted by one, or `has_more` cut short
     "surface": False,  # the call runs as usual, then the tool list changes (`_surface.py`)
+    # issue 40, the MCP protocol's own faults: a true text beside a `structuredContent` that
+    # breaks the tool's `outputSchema` (`_lies.broken_structure`)
+    "structured": False,
 }
 
 
@@ -352,6 +355,21 @@ KINDS: tuple[FaultKind, ...] = (
         options=(
             _TOOL, Option("arg", None, "arg {}", text=True), Option("to", None, "to {}", text=True),
         ),
+    ),
+    # Faults of the MCP protocol itself (issue 40).
+    # The answer's text is true, but its `structuredContent` breaks the tool's `outputSchema`
+    # (a record field of the wrong type, or the wrong shape): the SDK's client refuses the
+    # result; a client that reads the text alone sees nothing wrong.
+    FaultKind(
+        name="invalid_structured_content", effect="structured", default_commit=True,
+        commit_option=False, options=(Option("field", None, "field {}", text=True),),
+    ),
+    # The call runs as usual, then the tool list changes: `tool` (default: the one called),
+    # which writes, is listed with annotations that lie (`readOnlyHint: true`,
+    # `destructiveHint: false`, `idempotentHint: true`), announced as a tool-list change.
+    FaultKind(
+        name="lying_annotations", effect="surface", default_commit=True, commit_option=False,
+        options=(_TOOL,),
     ),
 )  # fmt: skip
 

@@ -18,11 +18,13 @@ from .._text._show import short_repr
 from ._features._auth import _AuthLoader
 from ._features._effects import _EffectsLoader
 from ._features._lists import _ListsLoader
+from ._features._tooldoc import TOOLDOC_KEYS, _ToolDocLoader
+from ._features._tooldoc import plain_json as _plain
 from ._features._writes import _WritesLoader
 
 OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
-    "http", "idempotency", "scopes", "set", "then",
+    "http", "idempotency", "scopes", "set", "then", *TOOLDOC_KEYS,
 )  # fmt: skip
 HTTP_KEYS = (
     "method", "path", "status", "items", "envelope", "errors", "nulls", "total", "key", "args",
@@ -40,7 +42,7 @@ OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader):
+class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader, _ToolDocLoader):
     def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
@@ -127,6 +129,9 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         params: tuple[ParamSpec, ...] = ()
         schema = self.op_input_schema(tool, kind, decl)
         http = self.op_http(tool, decl)
+        title = self.op_title(tool, decl)
+        annotations = self.op_annotations(tool, decl)
+        output_schema = self.op_output_schema(tool, kind, decl)
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -157,7 +162,8 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             tool, svc, kind, record=record, filter=filters, handler=handler,
             description=description, params=params, loc=self.loc(ops, tool),
             where=where, sort=sort, page=page, input_schema=schema, http=http,
-            idempotency=idempotency, scopes=scopes, set=sets, then=then,
+            idempotency=idempotency, scopes=scopes, set=sets, then=then, title=title,
+            annotations=annotations, output_schema=output_schema,
         )  # fmt: skip
 
     def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
@@ -359,15 +365,6 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
                     f"of {one_of(names)}{did_you_mean(item, names)}",
                 )  # fmt: skip
         return tuple(dict.fromkeys(value))
-
-
-def _plain(value: Any) -> Any:
-    """YAML data as plain JSON types (what a tool listing sends)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def schema_params(schema: dict[str, Any]) -> tuple[ParamSpec, ...]:
