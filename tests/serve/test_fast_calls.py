@@ -94,7 +94,12 @@ async def test_a_client_sees_the_same_with_and_without_the_fast_path(mode):
         spy = Spy()
         server.middleware.append(spy)
         async with mcp.Client(server, mode=mode) as client:
-            results = [to_wire(await client.call_tool(t, a)) for t, a in CALLS]
+            results = []
+            for t, a in CALLS:
+                try:
+                    results.append(to_wire(await client.call_tool(t, a)))
+                except RuntimeError as exc:  # an answer that breaks the tool's outputSchema
+                    results.append(str(exc))
         seen[way] = (results, encode_events(world.events), spy.methods.count("tools/call"))
     assert seen["fast"][0] == seen["sdk"][0]
     assert seen["fast"][1] == seen["sdk"][1]  # the same log, byte for byte

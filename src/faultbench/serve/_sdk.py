@@ -283,9 +283,8 @@ def shape_result(out: dict[str, Any], version: str | None, stamp: Any = None) ->
     server runner sends it at `version`: its schema's fields in its order (`resultType` only from 2026-07-28),
     and `stamp` (the server's identity, 2026-07-28) in `_meta`."""
     meta = out.get("_meta")
-    if stamp is not None:
-        meta = {**(meta or {}), types.SERVER_INFO_META_KEY: stamp}
     content = [{"text": item["text"], "type": item["type"]} for item in out["content"]]
+    # a result's own `_meta` leads; a stamp on a result without one is added last
     shaped: dict[str, Any] = {} if meta is None else {"_meta": meta}
     shaped["content"] = content
     shaped["isError"] = out["isError"]
@@ -293,6 +292,8 @@ def shape_result(out: dict[str, Any], version: str | None, stamp: Any = None) ->
         shaped["resultType"] = out["resultType"]
     if "structuredContent" in out:
         shaped["structuredContent"] = out["structuredContent"]
+    if stamp is not None:
+        shaped["_meta"] = {**(meta or {}), types.SERVER_INFO_META_KEY: stamp}
     return shaped
 
 
