@@ -91,8 +91,13 @@ async def test_every_structured_answer_conforms_to_its_tools_output_schema(path,
     principal = next(iter(auth.principals)) if auth is not None else None
     async with mcp.Client(build_server(world, principal=principal), mode=mode) as client:
         listed = (await client.list_tools()).tools
-        crud = [t for t in listed if world.tool(t.name).kind in ("get", "list", "create", "update", "delete")]
-        assert crud and all(t.output_schema is not None for t in crud)
+        crud = [
+            t
+            for t in listed
+            if world.tool(t.name).kind in ("get", "list", "create", "update", "delete")
+        ]
+        assert crud
+        assert all(t.output_schema is not None for t in crud)
         checked = 0
         for t in listed:
             if t.output_schema is None:
@@ -153,16 +158,27 @@ def test_a_world_file_overrides_titles_and_annotations(tmp_path):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("annotations: {readOnly: true}", "12:23: unknown annotation 'readOnly' of 'close_ticket'; expected one of readOnlyHint"),
-        ("annotations: {readOnlyHint: yes please}", "12:37: annotation readOnlyHint of 'close_ticket' must be true or false"),
-        ("annotations: [readOnlyHint]", "12:22: annotations of 'close_ticket' must be a mapping of hints"),
+        (
+            "annotations: {readOnly: true}",
+            "12:23: unknown annotation 'readOnly' of 'close_ticket'; expected one of readOnlyHint",
+        ),
+        (
+            "annotations: {readOnlyHint: yes please}",
+            "12:37: annotation readOnlyHint of 'close_ticket' must be true or false",
+        ),
+        (
+            "annotations: [readOnlyHint]",
+            "12:22: annotations of 'close_ticket' must be a mapping of hints",
+        ),
         ("title: 7", "12:16: title of 'close_ticket' must be text"),
         ("output_schema: {type: object}", "12:9: 'output_schema' is only for kind: custom"),
     ],
 )
 def test_bad_overrides_are_file_line_col_errors_with_the_fix(tmp_path, line, message):
     f = tmp_path / "desk.yaml"
-    f.write_text(OVERRIDES.replace("annotations: {destructiveHint: false, openWorldHint: true}", line))
+    f.write_text(
+        OVERRIDES.replace("annotations: {destructiveHint: false, openWorldHint: true}", line)
+    )
     with pytest.raises(WorldFileError) as err:
         faultbench.load_world(f)
     assert f"{f}:{message}" in str(err.value)
@@ -171,7 +187,9 @@ def test_bad_overrides_are_file_line_col_errors_with_the_fix(tmp_path, line, mes
 # --- the MCP protocol's own faults ---------------------------------------------------------------
 
 SHOP_FILE = ROOT / "examples" / "shop" / "worlds" / "shop.yaml"
-BROKEN = {"orders.get_order": {"script": {2: {"kind": "invalid_structured_content", "field": "total"}}}}
+BROKEN = {
+    "orders.get_order": {"script": {2: {"kind": "invalid_structured_content", "field": "total"}}}
+}
 LIE = {"orders.get_order": {"script": {1: {"kind": "lying_annotations", "tool": "cancel_order"}}}}
 
 
@@ -186,7 +204,9 @@ async def test_invalid_structured_content_is_refused_by_the_official_client():
     async with mcp.Client(build_server(world)) as client:
         first = await client.call_tool("get_order", {"id": "1"})
         assert first.structured_content["total"] == world.orders.get("1")["total"]
-        with pytest.raises(RuntimeError, match="Invalid structured content returned by tool get_order"):
+        with pytest.raises(
+            RuntimeError, match="Invalid structured content returned by tool get_order"
+        ):
             await client.call_tool("get_order", {"id": "1"})
     call = world.trace.calls[-1]
     assert call.fault == "invalid_structured_content"
@@ -248,10 +268,13 @@ def test_a_naive_agent_that_trusts_structured_content_reads_a_wrong_total():
 
     totals = trio.run(run)
     true = world.orders.get("1")["total"]
-    assert totals[0] == true and totals[1] != true  # it would refund "70.44" as text
+    assert totals[0] == true
+    assert totals[1] != true
 
 
-@pytest.mark.parametrize("faults", [BROKEN, LIE], ids=["invalid_structured_content", "lying_annotations"])
+@pytest.mark.parametrize(
+    "faults", [BROKEN, LIE], ids=["invalid_structured_content", "lying_annotations"]
+)
 def test_the_protocol_faults_replay_byte_identically(faults, tmp_path):
     world = shop(faults)
     for _ in range(3):

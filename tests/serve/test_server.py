@@ -169,7 +169,7 @@ async def test_each_scripted_fault_reaches_the_agent(faulty_shop, mode):
         assert result.is_error is (not call.ok)
         assert result.meta.get("fault") == call.fault
         assert result.meta["call_id"] == call.call_id
-    timeout, before_commit, h500, h502, h503, h429, malformed, duplicate, empty, normal = seen
+    timeout, before_commit, h500, h502, h503, h429, malformed, duplicate, _empty, normal = seen
     assert timeout.is_error
     assert timeout.content[0].text.startswith("504 Gateway Timeout")
     assert timeout.meta["fault"] == "timeout"
@@ -191,7 +191,8 @@ async def test_each_scripted_fault_reaches_the_agent(faulty_shop, mode):
     assert "structuredContent" not in malformed
     assert not duplicate.is_error
     assert duplicate.meta["fault"] == "duplicate"
-    assert calls[8].fault == "empty_result" and calls[8].value == {}
+    assert calls[8].fault == "empty_result"
+    assert calls[8].value == {}
     assert not normal.is_error
     assert "fault" not in normal.meta
     # timeout committed its refund, duplicate wrote two, the normal call one
