@@ -177,7 +177,8 @@ class WorldDirectServer(WorldMCPServer):
         tools = self.server.world.tools
         listed = self._listed
         if listed is None or not _same_items(listed[0], tools):
-            listed = self._listed = (tools, cast(list[mcp_types.Tool], self.server.tool_list()))
+            shown = self.server.tool_list(None, IN_PROCESS_PROTOCOL)  # as the session lists
+            listed = self._listed = (tools, cast(list[mcp_types.Tool], shown))
         return listed[1]
 
     async def call_tool(
@@ -187,6 +188,8 @@ class WorldDirectServer(WorldMCPServer):
         out = await self.server.call_direct(
             tool_name, arguments or {}, protocol_version=IN_PROCESS_PROTOCOL
         )
+        # as the SDK's client session does: an answer that breaks the tool's outputSchema
+        self.server.check_output(tool_name, out, IN_PROCESS_PROTOCOL)
         return cast(mcp_types.CallToolResult, call_result(out))
 
 

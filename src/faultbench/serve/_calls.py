@@ -276,6 +276,34 @@ class WorldCalls:
         modern = self.modern_versions
         return [tool_wire(t, protocol_version, modern) for t in (world or self.world).tools]
 
+    def check_output(
+        self, name: str, out: dict[str, Any], protocol_version: str | None = None
+    ) -> None:
+        """Raise what the MCP SDK's client raises (`ClientSession.validate_tool_result`) for
+        a successful answer that breaks its tool's `outputSchema`, in its words: for the
+        direct paths, which have no client session to check it (an `empty_result`,
+        `malformed_json` or `invalid_structured_content` answer of a CRUD tool)."""
+        if out.get("isError"):
+            return
+        tool = next((t for t in self.world.tools if t.name == name), None)
+        wire = tool_wire(tool, protocol_version, self.modern_versions) if tool else {}
+        schema = wire.get("outputSchema")
+        if schema is None:
+            return
+        if "structuredContent" not in out:
+            raise RuntimeError(
+                f"Tool {name} has an output schema but did not return structured content"
+            )
+        import jsonschema  # a dependency of both SDKs; only a direct call with a schema pays it
+
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(
+                out["structuredContent"]
+            )
+        )
+        if error is not None:
+            raise RuntimeError(f"Invalid structured content returned by tool {name}: {error}")
+
     # --- calls ------------------------------------------------------------------------------
 
     def request_token(self, request: Any, world: World) -> str | None:
