@@ -294,7 +294,8 @@ class WorldCalls:
             raise RuntimeError(
                 f"Tool {name} has an output schema but did not return structured content"
             )
-        import jsonschema  # a dependency of both SDKs; only a direct call with a schema pays it
+        # a dependency of both SDKs; only a direct call of a tool with a schema imports it
+        import jsonschema  # type: ignore[import-untyped]
 
         error = jsonschema.exceptions.best_match(
             jsonschema.validators.validator_for(schema)(schema).iter_errors(
