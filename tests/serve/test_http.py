@@ -625,11 +625,17 @@ async def test_events_file_replays_to_the_hash_reported_before_sigkill(serve_htt
     )
     async with mcp.Client(server.url, read_timeout_seconds=15) as client:
         for i in range(12):  # runs through issue_refund's scripted faults
-            answer = await client.call_tool("issue_refund", {"order_id": "1", "amount": float(i)})
+            try:
+                answer = await client.call_tool(
+                    "issue_refund", {"order_id": "1", "amount": float(i)}
+                )
+            except RuntimeError:  # malformed_json, empty_result: they break its outputSchema
+                answer = None
             # on disk before the agent got its answer: the call's last event is the file's
             last = decode_events(events_file.read_bytes())[-1]
             assert type(last).__name__ in ("CallSucceeded", "CallFailed")
-            assert last.call_id == answer.meta["call_id"]
+            if answer is not None:
+                assert last.call_id == answer.meta["call_id"]
         await client.call_tool("update_order", {"id": "2", "status": "returned"})
         await client.call_tool("get_order", {"id": "404"})
         await control(server.base, "POST", "clock", json={"advance": "2h"})
