@@ -97,7 +97,7 @@ def test_a_step_reads_what_an_mcp_client_reads_with_the_plugins_faults():
         env.reset(seed=42, options={"run": run})
         stepped = [env.step({"tool": t, "args": a}) for t, a in calls]
         served = faultbench.load_world(SHOP, seed=42, run=run)
-        handler = WorldCalls(served)
+        handler = WorldCalls(served, debug=True)  # its answers name their faults
 
         async def over_mcp(handler=handler, served=served):
             return [await handler.answer(served, t, a) for t, a in calls]

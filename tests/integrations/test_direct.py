@@ -45,7 +45,34 @@ FAULTS = {
             "duplicate": 0.06,
         },
     },
-    "orders.get_order": {"errors": {"stale_read": {"p": 0.2, "lag_s": 300}}},
+    "orders.get_order": {
+        "errors": {"stale_read": {"p": 0.2, "lag_s": 300}, "malformed_json": 0, "empty_result": 0}
+    },
+    # a CRUD tool's malformed or empty answer breaks its outputSchema, and the SDK's client
+    # session raises for it (so would the direct paths: `WorldCalls.check_output`), which
+    # ends a framework's run: those two kinds stay on the custom tools, which declare none
+    **{
+        key: {
+            "latency_ms": [10, 900],
+            "errors": {
+                "http_500": 0.06,
+                "http_503": 0.06,
+                "http_429": 0.06,
+                "timeout": 0.06,
+                "timeout_before_commit": 0.06,
+                "not_found": 0.06,
+                "malformed_json": 0,
+                "empty_result": 0,
+            },
+        }
+        for key in (
+            "orders.list_orders",
+            "payments.list_refunds",
+            "customers.find_customers",
+            "customers.get_customer",
+            "returns.get_return",
+        )
+    },
 }
 
 #: calls made whatever the answers: reads, lists (a list result), writes, custom handlers, a

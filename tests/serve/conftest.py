@@ -24,6 +24,7 @@ collect_ignore = (
         "test_stdio_direct.py",
         "test_http_direct.py",
         "test_seam.py",
+        "test_mcp_realism.py",
     ]
     if MCP_MAJOR < 2
     else []

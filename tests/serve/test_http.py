@@ -117,7 +117,7 @@ async def test_official_client_in_both_modes():
                 assert [r["id"] for r in rows] == ["1", "2", "3"]
                 bad = await client.call_tool("get_order", {"id": 1})
                 assert bad.is_error
-                assert bad.meta["error_kind"] == "invalid_arguments"
+                assert bad.content[0].text.startswith("invalid arguments for get_order")
                 unknown = await client.call_tool("nope", {})
                 assert unknown.is_error
 
@@ -508,7 +508,7 @@ async def test_isolated_sessions_never_see_each_others_writes(tmp_path):
         async with mcp.Client(server.url, mode="2026-07-28", read_timeout_seconds=15) as pinned:
             refused = await pinned.call_tool("create_order", {"status": "placed", "total": 3.0})
         assert refused.is_error
-        assert refused.meta["error_kind"] == "no_session"
+        assert "error_kind" not in (refused.meta or {})  # nothing but the text
         assert "Mcp-Session-Id" in refused.content[0].text
         assert (await control(server.base, "GET", "state")).json()["tables"] == shared
 
@@ -609,7 +609,7 @@ async def test_a_call_in_flight_as_its_session_closes_creates_no_world():
     assert server.sessions == {}
     late = await handler.handler(ctx, params)
     assert late["isError"] is True
-    assert late["_meta"]["error_kind"] == "no_session"
+    assert "_meta" not in late  # no --debug-meta: the text alone says it
     assert "session has ended" in late["content"][0]["text"]
     assert server.sessions == {}
     assert len(server.world.orders.all()) == 3  # nor did it write to the shared template
@@ -620,14 +620,22 @@ async def test_a_call_in_flight_as_its_session_closes_creates_no_world():
 
 async def test_events_file_replays_to_the_hash_reported_before_sigkill(serve_http, tmp_path):
     events_file = tmp_path / "events.jsonl"
-    server = serve_http(str(SHOP), "--events", str(events_file), "--seed", "11", "--run", "2")
+    server = serve_http(
+        str(SHOP), "--events", str(events_file), "--seed", "11", "--run", "2", "--debug-meta"
+    )
     async with mcp.Client(server.url, read_timeout_seconds=15) as client:
         for i in range(12):  # runs through issue_refund's scripted faults
-            answer = await client.call_tool("issue_refund", {"order_id": "1", "amount": float(i)})
+            try:
+                answer = await client.call_tool(
+                    "issue_refund", {"order_id": "1", "amount": float(i)}
+                )
+            except RuntimeError:  # malformed_json, empty_result: they break its outputSchema
+                answer = None
             # on disk before the agent got its answer: the call's last event is the file's
             last = decode_events(events_file.read_bytes())[-1]
             assert type(last).__name__ in ("CallSucceeded", "CallFailed")
-            assert last.call_id == answer.meta["call_id"]
+            if answer is not None:
+                assert last.call_id == answer.meta["call_id"]
         await client.call_tool("update_order", {"id": "2", "status": "returned"})
         await client.call_tool("get_order", {"id": "404"})
         await control(server.base, "POST", "clock", json={"advance": "2h"})

@@ -154,9 +154,8 @@ def test_errors_come_in_stripes_error_schema_and_the_sdk_reads_them(client, stri
         ),
     )
     assert (reused.http_status, reused.error.type) == (409, "idempotency_error")
-    assert [e.headers.get("x-faultbench-fault") for e in seen] == [
-        None, "http_429", "http_503", None, "timeout", None,
-    ]  # fmt: skip
+    # nothing in the answers tells an injected fault from a real failure (no --debug-meta)
+    assert [e.headers.get("x-faultbench-fault") for e in seen] == [None] * 6
     # the same calls in the world's log: the 404 and the two faults were get_customer's
     assert [c.fault for c in world.trace.calls_to("get_customer")] == [None, "http_429", "http_503"]
 

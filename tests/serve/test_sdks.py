@@ -30,13 +30,14 @@ def reach(request, tmp_path):
     if request.param == "stdio":
         events = tmp_path / "events.jsonl"
         argv = [sys.executable, "-m", "faultbench.cli", "serve", str(SHOP), "--events", str(events)]
+        argv.append("--debug-meta")  # the test reads the fault kinds it names
         yield argv, None, events
         return
     world = faultbench.load_world(SHOP)
     if request.param == "in_process":
-        yield build_server(world), world, None
+        yield build_server(world, debug=True), world, None
         return
-    with serve_in_thread(world) as url:
+    with serve_in_thread(build_server(world, debug=True)) as url:
         yield url, world, None
 
 
@@ -55,6 +56,12 @@ async def test_tools_faults_and_results_reach_the_sdks_client(reach):
             assert listed[tool.name].input_schema == tool.input_schema
             assert listed[tool.name].description == tool.description
         assert listed["get_order"].annotations.read_only_hint is True
+        # output schemas on either SDK: the client checks every structured answer against it
+        assert listed["get_order"].output_schema["required"][0] == "id"
+        assert listed["list_orders"].output_schema["properties"]["result"]["type"] == "array" or (
+            listed["list_orders"].output_schema["type"] == "array"
+        )
+        assert listed["return_order"].output_schema is None  # custom: none declared
         assert listed["delete_order"].annotations.destructive_hint is True
         # a custom operation: MCP's conservative defaults said out loud; no tool is open-world
         custom = listed["return_order"].annotations

@@ -25,6 +25,9 @@ def mode(request):
 
 
 def client(world, mode: str, **kw) -> mcp.Client:
+    """The official client on `world`'s server with `--debug-meta` (these tests read the
+    call id and fault kind it names; test_telltales.py proves the default names none)."""
+    kw.setdefault("debug", True)
     return mcp.Client(build_server(world, **kw), mode=mode)
 
 
@@ -57,7 +60,7 @@ async def test_lists_every_operation_with_the_kernels_schema_and_description(sho
 
 
 def test_build_server_is_a_low_level_mcp_server(shop):
-    server = build_server(shop)
+    server = build_server(shop, debug=True)
     assert isinstance(server, WorldServer)
     assert isinstance(server, mcp.server.Server)
     assert server.world is shop
@@ -144,16 +147,29 @@ async def test_each_scripted_fault_reaches_the_agent(faulty_shop, mode):
     seen = []
     async with client(world, mode) as c:
         for _ in range(10):
-            seen.append(await c.call_tool("issue_refund", REFUND))
+            try:
+                seen.append(await c.call_tool("issue_refund", REFUND))
+            except RuntimeError as exc:  # the client checks answers against outputSchema
+                seen.append(exc)
     calls = world.trace.calls_to("issue_refund")
     assert len(calls) == 10
+    # malformed_json (no structuredContent) and empty_result (`{}`) break the create's
+    # output schema: the SDK's client refuses them, as it would a real server's
+    refused = [i for i, r in enumerate(seen) if isinstance(r, RuntimeError)]
+    assert refused == [6, 8]
+    assert "did not return structured content" in str(seen[6])
+    assert "Invalid structured content" in str(seen[8])
+    twin = build_server(faultbench.load_world(SHOP), debug=True)  # the direct path: no check
+    seen[6] = [await twin.call_direct("issue_refund", REFUND) for _ in range(7)][-1]
     for result, call in zip(seen, calls):
+        if isinstance(result, RuntimeError | dict):
+            continue
         # The agent reads exactly the kernel's text; the fault kind rides in _meta.
         assert result.content[0].text == call.text
         assert result.is_error is (not call.ok)
         assert result.meta.get("fault") == call.fault
         assert result.meta["call_id"] == call.call_id
-    timeout, before_commit, h500, h502, h503, h429, malformed, duplicate, empty, normal = seen
+    timeout, before_commit, h500, h502, h503, h429, malformed, duplicate, _empty, normal = seen
     assert timeout.is_error
     assert timeout.content[0].text.startswith("504 Gateway Timeout")
     assert timeout.meta["fault"] == "timeout"
@@ -167,15 +183,16 @@ async def test_each_scripted_fault_reaches_the_agent(faulty_shop, mode):
     assert h429.content[0].text.startswith("429 Too Many Requests")
     assert "retry after 12s" in h429.content[0].text
     # malformed_json: a "success" whose text is not JSON, and no clean copy on the side
-    assert not malformed.is_error
-    assert malformed.meta["fault"] == "malformed_json"
+    # (read on the direct path of a twin world, which does not validate)
+    assert not malformed["isError"]
+    assert malformed["_meta"]["fault"] == "malformed_json"
     with pytest.raises(ValueError):
-        json.loads(malformed.content[0].text)
-    assert malformed.structured_content is None
+        json.loads(malformed["content"][0]["text"])
+    assert "structuredContent" not in malformed
     assert not duplicate.is_error
     assert duplicate.meta["fault"] == "duplicate"
-    assert not empty.is_error
-    assert structured(empty, mode) == {}
+    assert calls[8].fault == "empty_result"
+    assert calls[8].value == {}
     assert not normal.is_error
     assert "fault" not in normal.meta
     # timeout committed its refund, duplicate wrote two, the normal call one
@@ -236,7 +253,7 @@ async def test_bad_arguments_are_tool_errors_and_change_nothing(shop, mode, tool
 async def test_2000_deep_arguments_are_a_tool_error(shop, mode):
     """Deeper than any client serializes (the official one stops at 254 levels, wire parsers
     at ~200), so the payload is handed to the registered tools/call handler directly."""
-    server = build_server(shop)
+    server = build_server(shop, debug=True)
     before = shop.to_dict()
     entry = server.get_request_handler("tools/call")
     params = entry.params_type.model_validate(
@@ -262,7 +279,7 @@ async def test_an_exception_inside_the_server_is_an_internal_error_result(shop, 
     async def broken(tool, args=None, **kwargs):  # kwargs: the server passes token= (issue 21)
         raise RuntimeError("disk on fire")
 
-    server = build_server(shop)
+    server = build_server(shop, debug=True)
     async with mcp.Client(server, mode=mode) as c:
         monkeypatch.setattr(shop, "acall", broken)
         result = await c.call_tool("get_order", {"id": "1"})
@@ -283,7 +300,7 @@ async def test_a_failure_after_the_call_is_not_answered_as_a_call_that_did_not_r
     async def broken(world, **kwargs):
         raise RuntimeError("delivery thread gone")
 
-    server = build_server(shop)
+    server = build_server(shop, debug=True)
     async with mcp.Client(server, mode=mode) as c:
         monkeypatch.setattr(server, "deliver_webhooks", broken)
         with pytest.raises(Exception) as raised:  # the SDK's error: 1.x's or 2.x's class
@@ -297,7 +314,7 @@ async def test_a_failure_after_the_call_is_not_answered_as_a_call_that_did_not_r
 
 
 async def test_observer_failure_does_not_cost_the_agent_its_answer(shop, mode):
-    server = build_server(shop)
+    server = build_server(shop, debug=True)
 
     def failing(world, result):
         raise OSError("disk full")
@@ -331,7 +348,7 @@ async def test_a_handler_bug_reaches_the_server_log_with_its_traceback(tmp_path,
         "    operations: {pay: {kind: custom, handler: buggy.pay}}\n"
     )
     world = faultbench.load_world(tmp_path / "w.yaml")
-    async with mcp.Client(build_server(world), mode=mode) as c:
+    async with mcp.Client(build_server(world, debug=True), mode=mode) as c:
         result = await c.call_tool("pay", {"order_id": "1"})
     assert result.is_error
     assert result.meta["error_kind"] == "internal_error"

@@ -42,7 +42,7 @@ def serve_command(*args: str) -> Any:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_official_client_over_stdio(mode, tmp_path):
     events = tmp_path / "events.jsonl"
-    params = serve_command("--events", str(events), "-v")
+    params = serve_command("--events", str(events), "-v", "--debug-meta")
     async with mcp.Client(params, mode=mode, read_timeout_seconds=15) as client:
         assert "return_order" in [t.name for t in (await client.list_tools()).tools]
         # The first issue_refund is scripted to time out after committing.

@@ -103,7 +103,9 @@ def test_the_stdio_loop_answers_as_the_sdk_does_byte_for_byte(tmp_path):
         assert mine == theirs, message
     assert (tmp_path / "ours.jsonl").read_bytes() == (tmp_path / "sdk.jsonl").read_bytes()
     by_id = {json.loads(line)["id"]: json.loads(line) for line in ours}
-    assert by_id["g1"]["result"]["_meta"]["fault"] == "not_found"  # the faults were on
+    assert by_id["g1"]["result"]["isError"]  # the faults were on, as the log says
+    logged = decode_events((tmp_path / "ours.jsonl").read_bytes())
+    assert "not_found" in {e.kind for e in logged if type(e).__name__ == "FaultInjected"}
     assert by_id[35]["error"]["code"] == -32602
     assert len(decode_events((tmp_path / "ours.jsonl").read_bytes())) > 20
 

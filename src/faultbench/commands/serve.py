@@ -186,6 +186,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: the world file's webhooks: url:",
     )
     parser.add_argument(
+        "--debug-meta",
+        action="store_true",
+        help="name each answer's call id, virtual times, injected fault and error kind (MCP: "
+        "in the result's _meta; --rest: X-Faultbench-* headers and a fault in faultbench's "
+        "error body). Off by default: a faulted answer then looks exactly like the failure "
+        "it stands for, and the trace, the report and the control API still name the fault",
+    )
+    parser.add_argument(
         "-v", "--verbose", action="store_true", help="log one line per call to stderr"
     )
 
@@ -333,7 +341,11 @@ def run(args: argparse.Namespace) -> int:
         state.journal.fsync = args.fsync
     try:
         server = build_server(
-            world, isolate=args.isolate, principal=args.principal, webhook_url=webhook_url
+            world,
+            isolate=args.isolate,
+            principal=args.principal,
+            webhook_url=webhook_url,
+            debug=args.debug_meta,
         )
     except WebhookUrlError as exc:  # a world without webhooks:, or a url off loopback
         return _usage(f"--webhook-url: {exc}")

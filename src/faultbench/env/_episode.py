@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from faultbench.integrations import Reply, Seen, ToolCall
 from faultbench.integrations._script import seen_result
-from faultbench.kernel import Checks, World, WorldSpec
+from faultbench.kernel import CallResult, Checks, World, WorldSpec
 from faultbench.kernel.lowlevel import SURFACE_KINDS
 from faultbench.serve import WorldCalls
 
 if TYPE_CHECKING:
-    from faultbench.kernel import CallResult, Grade
+    from faultbench.kernel import Grade
 
 __all__ = ["Episode", "Graded", "as_action", "grade_of", "spec_of", "world_checks"]
 
@@ -214,13 +214,16 @@ class Episode:
             if isinstance(act, Reply):
                 self.reply = act.text
                 return self._end(act.text, info, terminated=True)
-            out, result = self.calls.answer_now(world, act.tool, act.args)
+            out, outcome = self.calls.answer_now(world, act.tool, act.args)
+            result = outcome if isinstance(outcome, CallResult) else None
             observation = out["content"][0]["text"]
             failed = bool(out.get("isError"))
             info["result"] = result
             info["is_error"] = failed
             if failed:
-                info["error"] = out["_meta"].get("error_kind")
+                info["error"] = (
+                    result.error_kind if result is not None else getattr(outcome, "kind", None)
+                )
             if result is not None and result.fault is not None:
                 info["fault"] = result.fault
                 if result.fault in SURFACE_KINDS:

@@ -205,14 +205,17 @@ class _Session:
             raise ProtocolError(f"Expected a reset: the episode ended ({why})")
         return self.world, self.calls
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
-        """One tool call in wire form (MCP's `tools/call` answer); counts as a step."""
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], str | None]:
+        """One tool call in wire form (MCP's `tools/call` answer) and its error kind (None:
+        it succeeded), which the answer does not carry; counts as a step."""
         world, calls = self._live_episode()
         self.steps += 1
-        out = await calls.answer(world, name, arguments or {})
+        out, error_kind = await calls.answer_kind(world, name, arguments or {})
         if self.steps >= self.server.max_steps:
             self._end(truncated=True)
-        return out
+        return out, error_kind
 
     async def step(self, action: dict[str, Any]) -> dict[str, Any]:
         self._live_episode()
@@ -228,7 +231,8 @@ class _Session:
                     f"Expected arguments to be an object. Instead, received: {arguments!r}",
                     "VALIDATION_ERROR",
                 )
-            observation = _observation(name, await self.call(name, arguments))
+            out, error_kind = await self.call(name, arguments)
+            observation = _observation(name, out, error_kind)
             if self.done:  # the step cap
                 return self._answer(observation)
             observation["metadata"] = self.meta()
@@ -267,13 +271,14 @@ class _Session:
         return self.meta()
 
 
-def _observation(name: str, out: dict[str, Any]) -> dict[str, Any]:
+def _observation(name: str, out: dict[str, Any], error_kind: str | None) -> dict[str, Any]:
     """A wire answer as OpenEnv's `CallToolObservation`: a FastMCP-shaped result (its `data`
-    what `MCPToolClient.call_tool` returns), and for a failed call a `ToolError`."""
+    what `MCPToolClient.call_tool` returns), and for a failed call a `ToolError` whose type
+    is `error_kind` in OpenEnv's terms (a gateway timeout is a timeout, as a real one is)."""
     result = _result(out)
     error = None
     if result["is_error"]:
-        error = {"error_type": _error_type(out), "message": out["content"][0]["text"]}
+        error = {"error_type": _error_type(error_kind), "message": out["content"][0]["text"]}
     return {"tool_name": name, "result": result, "error": error}
 
 
@@ -293,9 +298,8 @@ def _result(out: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _error_type(out: dict[str, Any]) -> str:
-    kind = (out.get("_meta") or {}).get("error_kind") or ""
-    return _ERROR_TYPES.get(kind, "execution_error")
+def _error_type(error_kind: str | None) -> str:
+    return _ERROR_TYPES.get(error_kind or "", "execution_error")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,10 +539,10 @@ class OpenEnvServer:
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             return _rpc_error(rid, _INVALID_PARAMS, f"Expected arguments to be an object. Instead, received: {arguments!r}")  # fmt: skip
-        out = await session.call(str(name), arguments)
+        out, error_kind = await session.call(str(name), arguments)
         if out.get("isError"):  # as FastMCP's client raises it, and OpenEnv answers it
             text = out["content"][0]["text"]
-            return _rpc_error(rid, _INTERNAL_ERROR, text, {"error_type": _error_type(out)})
+            return _rpc_error(rid, _INTERNAL_ERROR, text, {"error_type": _error_type(error_kind)})
         return _rpc_result(rid, _result(out))
 
     async def _stateless(self, act: Callable[[_Session], Any], data: dict[str, Any]) -> Any:

@@ -89,6 +89,11 @@ __all__ = [
 MAX_TURNS = 20
 
 
+# ---------------------------------------------------------------------------------------------
+# The world as the SDK's MCP server
+# ---------------------------------------------------------------------------------------------
+
+
 class WorldMCPServer(MCPServer):
     """An Agents SDK MCP server for a `WorldServer` in this process: no subprocess, no socket.
 
@@ -178,7 +183,8 @@ class WorldDirectServer(WorldMCPServer):
         tools = self.server.world.tools
         listed = self._listed
         if listed is None or not _same_items(listed[0], tools):
-            listed = self._listed = (tools, cast(list[mcp_types.Tool], self.server.tool_list()))
+            shown = self.server.tool_list(None, IN_PROCESS_PROTOCOL)  # as the session lists
+            listed = self._listed = (tools, cast(list[mcp_types.Tool], shown))
         return listed[1]
 
     async def call_tool(
@@ -188,6 +194,8 @@ class WorldDirectServer(WorldMCPServer):
         out = await self.server.call_direct(
             tool_name, arguments or {}, protocol_version=IN_PROCESS_PROTOCOL
         )
+        # as the SDK's client session does: an answer that breaks the tool's outputSchema
+        self.server.check_output(tool_name, out, IN_PROCESS_PROTOCOL)
         return cast(mcp_types.CallToolResult, call_result(out))
 
 
@@ -267,6 +275,11 @@ def _notification_method(message: Any) -> str | None:
     `ServerNotification` root model; 2.x hands it over as it is); None for anything else."""
     method = getattr(getattr(message, "root", message), "method", None)
     return method if isinstance(method, str) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Running an agent on a world
+# ---------------------------------------------------------------------------------------------
 
 
 def mcp_server(
@@ -352,7 +365,9 @@ class _CountingHooks(RunHooks[Any]):
         _run.model_request()
 
 
-# --- model faults ---------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Model faults
+# ---------------------------------------------------------------------------------------------
 
 
 class FaultyModel(Model):
@@ -438,7 +453,9 @@ def _broken(response: ModelResponse, fault: ModelFault, tools: Any) -> ModelResp
     return dataclasses.replace(response, output=output)
 
 
-# --- scripted agents --------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------------------
+# Scripted agents
+# ---------------------------------------------------------------------------------------------
 
 
 def _output_text(output: Any) -> Any:

@@ -261,6 +261,7 @@ class WorldToolset(AbstractToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         out = await self.calls.call_direct(name, tool_args)
+        self.calls.check_output(name, out)  # as the SDK's client session does
         if out.get("isError"):
             text = ToolReturnPart(tool_name=name, content=_value(out))
             raise ModelRetry(text.model_response_str(wrap_if_error=False) or _no_text(name))

@@ -36,6 +36,7 @@ __all__ = [
     "CallFailure",
     "WebhookUrlError",
     "WorldCalls",
+    "debug_meta",
     "error_result",
     "failure_result",
     "render_result",
@@ -44,35 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("faultbench.serve")
-
-# MCP tool annotations per operation kind. They are hints for the model and the client
-# (e.g. a client may skip confirmation for read-only tools). A custom handler gets the
-# conservative ones MCP assumes when a hint is absent (it may write, destroy, and is not
-# idempotent), said out loud. No tool reaches outside its world: `openWorldHint` is false.
-# (Wire form: the same on both SDKs.)
-_ANNOTATIONS: dict[str, dict[str, bool]] = {
-    "get": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
-    "list": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
-    "create": {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
-    "update": {
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    },
-    "delete": {
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    },
-    "custom": {
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    },
-}
 
 AfterCall = Callable[[World, CallResult], None]
 #: how an MCP face enacts a protocol fault on the answer of a call (`WorldServer`)
@@ -84,36 +56,41 @@ Enact = Callable[[World, CallResult], Awaitable[None]]
 # ---------------------------------------------------------------------------------------------
 
 
-def tool_wire(tool: Tool) -> dict[str, Any]:
-    """One kernel tool as MCP lists it, in wire form. The schema is the kernel's, inline,
-    unchanged."""
+def tool_wire(
+    tool: Tool, protocol_version: str | None = None, modern: Container[str] = frozenset()
+) -> dict[str, Any]:
+    """One kernel tool as MCP lists it, in wire form, at `protocol_version` (`modern`: as for
+    `render_result`). The schemas, title and annotations are the kernel's
+    (`_spec/_tooldoc.py`), inline, unchanged; but before 2026-07-28 an output schema must be
+    an object's, so one that is not (a list's) is listed as `render_result` wraps the value:
+    `{"result": ...}`."""
     out: dict[str, Any] = {
         "name": tool.name,
-        "title": tool.title if tool.title is not None else tool_title(tool.name),
+        "title": tool.title or tool.name,
         "description": tool.description,
         "inputSchema": tool.input_schema,
     }
-    annotations = (
-        tool.annotations
-        if tool.annotations is not None
-        else _ANNOTATIONS.get(tool.kind, _ANNOTATIONS["custom"])
-    )
-    if annotations is not None:
-        out["annotations"] = dict(annotations)
+    output = tool.output_schema
+    if output is not None:
+        if output.get("type") != "object" and protocol_version not in modern:
+            output = {
+                "type": "object",
+                "properties": {"result": output},
+                "required": ["result"],
+                "additionalProperties": False,
+            }
+        out["outputSchema"] = output
+    if tool.annotations is not None:
+        out["annotations"] = dict(tool.annotations)
     return out
-
-
-def tool_title(name: str) -> str:
-    """A tool's `title`, what a client shows a person: its name in words (`get_order` reads
-    "Get order")."""
-    words = name.replace("_", " ").strip()
-    return words[:1].upper() + words[1:] if words else name
 
 
 def render_result(
     result: CallResult,
     protocol_version: str | None = None,
     modern: Container[str] = frozenset(),
+    *,
+    debug: bool = False,
 ) -> dict[str, Any]:
     """A kernel `CallResult` as an MCP `CallToolResult`, in wire form, at `protocol_version`
     (`modern`: the versions at which `structuredContent` may be any JSON value, the installed
@@ -122,44 +99,60 @@ def render_result(
     The text is the kernel's, verbatim. `structuredContent` is the call's value, which the
     kernel guarantees is what a successful text encodes (`CallResult.text` is the JSON of
     `CallResult.value`); it is left out for errors and for a `malformed_json` fault, where
-    the agent must not get a clean copy on the side.
+    the agent must not get a clean copy on the side. An `invalid_structured_content` fault
+    sends the kernel's broken copy instead (`CallResult.structured`), beside the true text.
+
+    Nothing in it tells a faulted answer from the real failure it stands for: no fault
+    kind, error kind, call id or virtual time. With `debug` (`faultbench serve
+    --debug-meta`), `_meta` carries them (`debug_meta`).
 
     A dict rather than a pydantic model: the SDK validates the result against the protocol
     version's schema either way, and building the model first costs ~5 us a call, most of
     what separates us from a bare server in-process.
     """
-    # Keys whose value is None are left out: 2026-07-28 serialization drops them anyway,
-    # and one shape for both protocol eras is easier on clients.
+    out: dict[str, Any] = {
+        "content": [{"type": "text", "text": result.text}],
+        "isError": not result.ok,
+        "resultType": "complete",
+    }
+    if debug:
+        out["_meta"] = debug_meta(result)
+    if result.ok:
+        value = result.structured if result.structured is not None else result.value
+        if value is not None and result.fault != "malformed_json":
+            if not isinstance(value, dict) and protocol_version not in modern:
+                value = {"result": value}  # before 2026-07-28 it must be an object
+            out["structuredContent"] = value
+    return out
+
+
+def debug_meta(result: CallResult) -> dict[str, Any]:
+    """What `--debug-meta` adds to an answer's `_meta`: the call id, its virtual start and
+    end, the injected fault's kind and the error kind. Keys whose value is None are left
+    out: 2026-07-28 serialization drops them anyway, and one shape for both protocol eras is
+    easier on clients."""
     meta: dict[str, Any] = {"call_id": result.call_id}
     if result.started_at is not None:
         meta["started_at"] = iso_time(result.started_at)
         meta["finished_at"] = iso_time(result.finished_at)
     if result.fault is not None:
         meta["fault"] = result.fault
-    out: dict[str, Any] = {
-        "content": [{"type": "text", "text": result.text}],
-        "isError": not result.ok,
-        "resultType": "complete",
-        "_meta": meta,
-    }
-    if result.ok:
-        value = result.value
-        if value is not None and result.fault != "malformed_json":
-            if not isinstance(value, dict) and protocol_version not in modern:
-                value = {"result": value}  # before 2026-07-28 it must be an object
-            out["structuredContent"] = value
-    else:
+    if not result.ok:
         meta["error_kind"] = result.error_kind
-    return out
+    return meta
 
 
-def error_result(message: str, *, kind: str) -> dict[str, Any]:
-    return {
+def error_result(message: str, *, kind: str, debug: bool = False) -> dict[str, Any]:
+    """A call that did not run, as an MCP error result; its `kind` in `_meta` with `debug`
+    only."""
+    out: dict[str, Any] = {
         "content": [{"type": "text", "text": message}],
         "isError": True,
         "resultType": "complete",
-        "_meta": {"error_kind": kind},
     }
+    if debug:
+        out["_meta"] = {"error_kind": kind}
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +164,10 @@ class CallFailure:
     message: str
     kind: str
 
-    def wire(self) -> dict[str, Any]:
-        """As MCP's `tools/call` answers it: an error result."""
-        return error_result(self.message, kind=self.kind)
+    def wire(self, debug: bool = False) -> dict[str, Any]:
+        """As MCP's `tools/call` answers it: an error result (`debug`: its kind in
+        `_meta`)."""
+        return error_result(self.message, kind=self.kind, debug=debug)
 
 
 def failure_result(name: str, exc: Exception) -> CallFailure:
@@ -258,8 +252,12 @@ class WorldCalls:
         *,
         principal: str | None = None,
         webhook_url: str | None = None,
+        debug: bool = False,
     ):
         self.world = world
+        #: `--debug-meta`: every answer's `_meta` names its call id, virtual times, fault
+        #: and error kind (`debug_meta`); off, an answer carries nothing of faultbench's
+        self.debug = debug
         #: worlds with `webhooks:`: where the deliveries due after each call are POSTed
         self.webhook_url = webhook_url
         if webhook_url is not None:
@@ -299,11 +297,43 @@ class WorldCalls:
 
     # --- tools ------------------------------------------------------------------------------
 
-    def tools_wire(self, world: World | None = None) -> list[dict[str, Any]]:
+    def tools_wire(
+        self, world: World | None = None, protocol_version: str | None = None
+    ) -> list[dict[str, Any]]:
         """The tools `world` (default: the shared one) shows now, in wire form, as
-        `tools/list` answers them: its operations, as the run's tool-surface faults have
-        changed them so far."""
-        return [tool_wire(t) for t in (world or self.world).tools]
+        `tools/list` answers them at `protocol_version`: its operations, as the run's
+        tool-surface faults have changed them so far."""
+        modern = self.modern_versions
+        return [tool_wire(t, protocol_version, modern) for t in (world or self.world).tools]
+
+    def check_output(
+        self, name: str, out: dict[str, Any], protocol_version: str | None = None
+    ) -> None:
+        """Raise what the MCP SDK's client raises (`ClientSession.validate_tool_result`) for
+        a successful answer that breaks its tool's `outputSchema`, in its words: for the
+        direct paths, which have no client session to check it (an `empty_result`,
+        `malformed_json` or `invalid_structured_content` answer of a CRUD tool)."""
+        if out.get("isError"):
+            return
+        tool = next((t for t in self.world.tools if t.name == name), None)
+        wire = tool_wire(tool, protocol_version, self.modern_versions) if tool else {}
+        schema = wire.get("outputSchema")
+        if schema is None:
+            return
+        if "structuredContent" not in out:
+            raise RuntimeError(
+                f"Tool {name} has an output schema but did not return structured content"
+            )
+        # a dependency of both SDKs; only a direct call of a tool with a schema imports it
+        import jsonschema  # type: ignore[import-untyped]
+
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(
+                out["structuredContent"]
+            )
+        )
+        if error is not None:
+            raise RuntimeError(f"Invalid structured content returned by tool {name}: {error}")
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -371,11 +401,11 @@ class WorldCalls:
             world, name, arguments, request=request, tools_changed=tools_changed, enact=enact
         )
         if isinstance(outcome, CallFailure):
-            return outcome.wire()
+            return outcome.wire(self.debug)
         try:
-            return render_result(outcome, protocol_version, self.modern_versions)
+            return render_result(outcome, protocol_version, self.modern_versions, debug=self.debug)
         except Exception as exc:
-            return failure_result(name, exc).wire()
+            return failure_result(name, exc).wire(self.debug)
 
     async def settle(
         self,
@@ -439,12 +469,13 @@ class WorldCalls:
         arguments: dict[str, Any] | None,
         *,
         protocol_version: str | None = None,
-    ) -> tuple[dict[str, Any], CallResult | None]:
+    ) -> tuple[dict[str, Any], CallResult | CallFailure]:
         """`answer` without an event loop, for callers that step a world one call at a time
         (`faultbench.env`): the same call (`World.call`, the principal's token), the same
-        wire answer, log line and after-call hooks, and the kernel's `CallResult` beside it
-        (None when the call did not run). Nobody is told of a changed tool list, and no
-        webhook is delivered: a `WorldCalls` with a `webhook_url` refuses (ValueError)."""
+        wire answer, log line and after-call hooks, and beside it the kernel's `CallResult`,
+        or the `CallFailure` of a call that did not run (its `kind` is what the answer does
+        not say without `debug`). Nobody is told of a changed tool list, and no webhook is
+        delivered: a `WorldCalls` with a `webhook_url` refuses (ValueError)."""
         if self.webhook_url is not None:
             raise ValueError(
                 "answer_now() delivers no webhooks; expected a WorldCalls without webhook_url"
@@ -457,10 +488,12 @@ class WorldCalls:
                     world.call(name, args) if token is None else world.call(name, args, token=token)
                 )
             except ToolCallError as exc:
-                return error_result(exc.message, kind=exc.kind), None
-            out = render_result(result, protocol_version, self.modern_versions)
+                failure = CallFailure(exc.message, exc.kind)
+                return failure.wire(self.debug), failure
+            out = render_result(result, protocol_version, self.modern_versions, debug=self.debug)
         except Exception as exc:
-            return failure_result(name, exc).wire(), None
+            failure = failure_result(name, exc)
+            return failure.wire(self.debug), failure
         _log_call(result)
         for hook in self.after_call:
             try:
@@ -468,6 +501,22 @@ class WorldCalls:
             except Exception:
                 log.exception("after-call hook %r failed", hook)
         return out, result
+
+    async def answer_kind(
+        self, world: World, name: str, arguments: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], str | None]:
+        """`answer` (at no protocol version), and beside it the call's error kind (None: it
+        succeeded), which the answer itself does not say without `debug`: for shells that
+        classify a failure in their own terms (OpenEnv's error types)."""
+        outcome = await self.settle(world, name, arguments)
+        if isinstance(outcome, CallFailure):
+            return outcome.wire(self.debug), outcome.kind
+        try:
+            out = render_result(outcome, None, self.modern_versions, debug=self.debug)
+        except Exception as exc:
+            failure = failure_result(name, exc)
+            return failure.wire(self.debug), failure.kind
+        return out, None if outcome.ok else outcome.error_kind
 
     async def deliver_webhooks(
         self, world: World, *, within: float | timedelta | None = None

@@ -11,17 +11,19 @@ passes the HTTP guard of all routes (`_guard.py`: Host and Origin, header and bo
   string (GET, DELETE) and the body (JSON, or `application/x-www-form-urlencoded` with
   bracketed keys as Stripe and other deepObject APIs send them: `address[city]=Paris`,
   `expand[]=customer`), text converted to the type the tool's schema gives. Keys the tool
-  does not take are ignored and named in the `X-Faultbench-Ignored` header (SDKs send
-  options a world does not model, such as `expand`).
+  does not take are ignored (SDKs send options a world does not model, such as `expand`),
+  and with `--debug-meta` named in the `X-Faultbench-Ignored` header.
 - Answers: the operation's value as JSON with `http.status` (200 by default); a list's rows
   under `http.items` inside `http.envelope`. With `http.nulls`, null properties are left out
   but for the paths it lists (those the API requires even when unset). Failures: the fault's HTTP status (`http_503` is
   503, a timeout 504, a rate limit 429; 401/403 for auth, 409 for conflicts), 404 for a
   missing record, 400 for arguments or a
   handler's refusal. The body is in the error schema the operation declares for that status
-  (`http: {errors:}`, see `_rest_errors.py`), else `{"error": {"type", "message", "fault"}}`;
-  the `X-Faultbench-Fault` header names an injected fault either way. HEAD on a GET route
-  answers as GET does, without the body.
+  (`http: {errors:}`, see `_rest_errors.py`), else `{"error": {"type", "message"}}`. Nothing
+  tells an injected fault from the real failure it stands for; with `--debug-meta`, the
+  `X-Faultbench-Call` header carries the call id, `X-Faultbench-Fault` an injected fault's
+  kind, and faultbench's own error body a `fault`. HEAD on a GET route answers as GET does,
+  without the body.
 - Limits (a 400 past them, before the world is called): `MAX_FIELDS` query and form pairs,
   `MAX_KEY_DEPTH` brackets in a key, indexes up to `MAX_INDEX`, JSON bodies nested at most
   `_stdio.MAX_DEPTH` deep.
@@ -303,10 +305,16 @@ def respond(
     ignored: list[str],
     floor: int | None = None,
     world: World | None = None,
+    *,
+    debug: bool = False,
 ) -> Response:
-    """The HTTP response to a call's result (`world`: whose log holds a fault's detail)."""
-    headers = {"X-Faultbench-Call": result.call_id} if result.call_id else {}
-    if ignored:
+    """`result` as the API answers it (`world`: whose log holds a fault's detail): by default
+    exactly as the failure it stands for would (status, body, headers such as Retry-After),
+    with nothing that names faultbench or the fault; with `debug` (`--debug-meta`),
+    `X-Faultbench-Call` and `X-Faultbench-Fault` headers and a `fault` in faultbench's own
+    error body."""
+    headers = {"X-Faultbench-Call": result.call_id} if result.call_id and debug else {}
+    if ignored and debug:
         # percent-encoded: a header is latin-1, and request keys are any text
         headers["X-Faultbench-Ignored"] = ",".join(quote(k, safe="[]") for k in sorted(ignored))[
             :500
@@ -314,18 +322,14 @@ def respond(
     if not result.ok:
         status = contract.refusal_status(op.http, status_of(result))
         schema = error_schema(op.http, status)
-        if result.fault:
+        if result.fault and debug:
             headers["X-Faultbench-Fault"] = result.fault
-            if world is not None:
-                headers.update(fault_headers_of(world, result))
+        if result.fault and world is not None:  # Retry-After, WWW-Authenticate: as a real API
+            headers.update(fault_headers_of(world, result))
         body = (
             error_body(schema, status, result)
             if schema is not None
-            else {
-                "error": {
-                    "type": result.error_kind, "message": result.error, "fault": result.fault,
-                }
-            }
+            else contract.plain_error(result.error_kind, result.error, result.fault if debug else None)
         )  # fmt: skip
         return JSONResponse(body, status_code=status, headers=headers)
     value = result.value
@@ -377,14 +381,16 @@ def _endpoint(server: WorldServer, by_method: dict[str, Any]) -> Endpoint:
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             # refused before the world is called (no call id), in the API's error schema
             # like any other 400
-            return respond(op, _refused(op.name, f"unreadable request: {exc}"), [])
+            return respond(
+                op, _refused(op.name, f"unreadable request: {exc}"), [], debug=server.debug
+            )
         floor = contract.page_limit(op.http, op.page, args)
         # the one handler of calls (`WorldCalls.settle`): token, log line, after-call hooks,
         # webhook deliveries, as for an MCP call
         outcome = await server.settle(world, op.name, args, request=request)
         if isinstance(outcome, CallFailure):
             outcome = _refused(op.name, outcome.message, outcome.kind)
-        return respond(op, outcome, ignored, floor, world)
+        return respond(op, outcome, ignored, floor, world, debug=server.debug)
 
     return endpoint
 

@@ -207,12 +207,17 @@ def unserved(world: World, status: int, message: str, headers: dict[str, str]) -
         call_id="", tool="", args={}, ok=False, text=message, error=message, error_kind=kind
     )
     schema = _common_schema(world, status)
-    body = (
-        error_body(schema, status, result)
-        if schema is not None
-        else {"error": {"type": kind, "message": message, "fault": None}}
-    )
+    body = error_body(schema, status, result) if schema is not None else plain_error(kind, message)
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def plain_error(kind: str | None, message: str | None, fault: str | None = None) -> dict[str, Any]:
+    """faultbench's own error body, for an operation that declares none: `type` and
+    `message`, and `fault` only when `--debug-meta` names it."""
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if fault is not None:
+        error["fault"] = fault
+    return {"error": error}
 
 
 def not_found_route(world: World) -> Route:

@@ -11,7 +11,7 @@ id) and, for a 429, `retry_after`. Nested objects that carry such properties (St
 OpenAI's `{"error": {...}}`) are filled too; every other required property gets the smallest
 value its schema accepts; optional ones are left out. Of `oneOf`/`anyOf` variants the one
 whose enums best fit the status is taken (PayPal's `error_404` for a 404). An operation
-without a schema for the status answers faultbench's own `{"error": {type, message, fault}}`.
+without a schema for the status answers faultbench's own `{"error": {type, message}}`.
 """
 
 from __future__ import annotations

@@ -289,15 +289,18 @@ def shape_result(out: dict[str, Any], version: str | None, stamp: Any = None) ->
     """A tool call's wire result (`render_result`, `error_result`: text content only) as 2.x's
     server runner sends it at `version`: its schema's fields in its order (`resultType` only from 2026-07-28),
     and `stamp` (the server's identity, 2026-07-28) in `_meta`."""
-    meta = out["_meta"]
-    if stamp is not None:
-        meta = {**meta, types.SERVER_INFO_META_KEY: stamp}
+    meta = out.get("_meta")
     content = [{"text": item["text"], "type": item["type"]} for item in out["content"]]
-    shaped: dict[str, Any] = {"_meta": meta, "content": content, "isError": out["isError"]}
+    # a result's own `_meta` leads; a stamp on a result without one is added last
+    shaped: dict[str, Any] = {} if meta is None else {"_meta": meta}
+    shaped["content"] = content
+    shaped["isError"] = out["isError"]
     if version in MODERN_PROTOCOL_VERSIONS:
         shaped["resultType"] = out["resultType"]
     if "structuredContent" in out:
         shaped["structuredContent"] = out["structuredContent"]
+    if stamp is not None:
+        shaped["_meta"] = {**(meta or {}), types.SERVER_INFO_META_KEY: stamp}
     return shaped
 
 

@@ -25,8 +25,10 @@ Facts about mcp 2.3.0 this module relies on (checked against the installed sourc
 - Tool arguments are not validated against `inputSchema` by the SDK; the kernel does it.
 - On the 2026-07-28 HTTP path, `Mcp-Param-*` header validation needs a tool's input schema
   and runs the whole `tools/list` handler per call unless `get_tool_input_schema` is set.
-- A client validates `structuredContent` only against an `outputSchema`; we declare none,
-  so no per-call JSON Schema validation happens on the client either.
+- A client validates `structuredContent` against a tool's `outputSchema`, which every CRUD
+  tool declares (`_spec/_tooldoc.py`): a result that breaks it is refused by the SDK's
+  client (`invalid_structured_content` makes one on purpose). A 1.x handler that returns a
+  `CallToolResult` is not validated by the SDK's server.
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ __all__ = ["WorldServer", "build_server", "mcp_tool"]
 SESSION_HEADER = "mcp-session-id"
 
 
-def mcp_tool(tool: Tool) -> Any:
-    """One kernel tool as the installed SDK's `Tool` model."""
-    return _sdk.tool_model(tool_wire(tool))
+def mcp_tool(tool: Tool, protocol_version: str | None = None) -> Any:
+    """One kernel tool as the installed SDK's `Tool` model, at `protocol_version`."""
+    return _sdk.tool_model(tool_wire(tool, protocol_version, MODERN_PROTOCOL_VERSIONS))
 
 
 class WorldServer(Server, WorldCalls):
@@ -82,6 +84,7 @@ class WorldServer(Server, WorldCalls):
         isolate: bool = False,
         principal: str | None = None,
         webhook_url: str | None = None,
+        debug: bool = False,
     ):
         _sdk.init_server(
             self,
@@ -92,7 +95,7 @@ class WorldServer(Server, WorldCalls):
             call_tool=self._on_call_tool,
             input_schema=self.tool_input_schema,
         )
-        WorldCalls.__init__(self, world, principal=principal, webhook_url=webhook_url)
+        WorldCalls.__init__(self, world, principal=principal, webhook_url=webhook_url, debug=debug)
         self.isolate = isolate
         self.sessions: dict[str, World] = {}  # MCP session id -> that session's fork
         #: The MCP sessions open now, when something tracks them (the HTTP app does, see
@@ -144,10 +147,12 @@ class WorldServer(Server, WorldCalls):
 
     # --- tools ------------------------------------------------------------------------------
 
-    def tool_list(self, world: World | None = None) -> list[Any]:
-        """The tools `world` (default: the shared one) shows now: its operations, as the
-        run's tool-surface faults have changed them so far."""
-        return [mcp_tool(t) for t in (world or self.world).tools]
+    def tool_list(
+        self, world: World | None = None, protocol_version: str | None = None
+    ) -> list[Any]:
+        """The tools `world` (default: the shared one) shows now at `protocol_version`: its
+        operations, as the run's tool-surface faults have changed them so far."""
+        return [mcp_tool(t, protocol_version) for t in (world or self.world).tools]
 
     def create_initialization_options(self, notification_options: Any = None, *args: Any) -> Any:
         # A world's tool list can change during a run (`rug_pull`, `tool_removed`, ...), so
@@ -168,8 +173,9 @@ class WorldServer(Server, WorldCalls):
             world = self._request_world(ctx) if ctx is not None else self.world
         except (_NoSession, SessionEnded):
             world = self.world  # the tools every new session starts with
+        version = ctx.protocol_version if ctx is not None else None
         async with self.turn():  # --state: the tools of the world as the other servers left it
-            return _sdk.list_tools_result(self.tool_list(world))
+            return _sdk.list_tools_result(self.tool_list(world, version))
 
     # --- calls from this process (`WorldCalls.call_direct`), as the SDK's handler answers ------
 
@@ -200,6 +206,7 @@ class WorldServer(Server, WorldCalls):
                 "and this request belongs to no session: connect with the initialize "
                 "handshake (mcp.Client(url) does so by itself) and send its Mcp-Session-Id.",
                 kind="no_session",
+                debug=self.debug,
             )
         except SessionEnded:
             return error_result(
@@ -207,9 +214,10 @@ class WorldServer(Server, WorldCalls):
                 "with it the world this server gave it (--isolate). Open a new session "
                 "to go on.",
                 kind="no_session",
+                debug=self.debug,
             )
         except Exception as exc:  # opening a session's world (its --events journal, say)
-            return failure_result(name, exc).wire()
+            return failure_result(name, exc).wire(self.debug)
         # What fails once the call has happened (a hook, a delivery) is not answered as if
         # it had not: `answer` guards the call itself and no more.
         return await self.answer(
@@ -276,6 +284,7 @@ def build_server(
     isolate: bool = False,
     principal: str | None = None,
     webhook_url: str | None = None,
+    debug: bool = False,
 ) -> WorldServer:
     """An MCP server (a low-level `mcp.server.Server`) serving `world`'s operations as tools.
 
@@ -286,9 +295,18 @@ def build_server(
     `webhook_url`: in a world with `webhooks:`, the loopback endpoint the deliveries due
     after each tool call are POSTed to (`faultbench.webhooks.deliver`, in a worker thread).
 
+    `debug`: every answer's `_meta` carries its call id, virtual times, fault and error kind
+    (`faultbench serve --debug-meta`); by default a faulted answer looks exactly like the
+    failure it stands for.
+
     >>> async with mcp.Client(build_server(world)) as client:  # doctest: +SKIP
     ...     result = await client.call_tool("get_order", {"id": "1"})
     """
     return WorldServer(
-        world, name=name, isolate=isolate, principal=principal, webhook_url=webhook_url
+        world,
+        name=name,
+        isolate=isolate,
+        principal=principal,
+        webhook_url=webhook_url,
+        debug=debug,
     )

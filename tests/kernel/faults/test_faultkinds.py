@@ -128,6 +128,7 @@ def test_the_registry_names_each_kind_once_and_keeps_the_draw_order():
         "page_drift", "truncated_page", "expired_cursor",
         "rug_pull", "tool_removed", "tool_added", "renamed_args",
         "answer_after_cancel", "ignore_cancel", "progress_stall", "list_changed_burst",
+        "invalid_structured_content", "lying_annotations",
     )  # fmt: skip
     assert [k.name for k in KINDS if not k.configurable] == ["rate_limit"]
     assert {k.name for k in KINDS if EFFECTS[k.effect]} == FAILURE_KINDS

@@ -17,8 +17,8 @@ KINDS = (
     "empty_result, malformed_json, stale_read, duplicate, inject, wrong_value, schema_violation, "
     "oversized_result, conflict, token_expired, revoked, duplicate_delivery, out_of_order, "
     "delayed, dropped, page_drift, truncated_page, expired_cursor, rug_pull, tool_removed, "
-    "tool_added, renamed_args, answer_after_cancel, ignore_cancel, progress_stall or "
-    "list_changed_burst"
+    "tool_added, renamed_args, answer_after_cancel, ignore_cancel, progress_stall, "
+    "list_changed_burst, invalid_structured_content or lying_annotations"
 )
 TYPES = (
     "expected one of str, int, float, bool, datetime, version, enum[a, b] or ref[service.record]"
@@ -257,7 +257,7 @@ def test_unknown_keys_at_every_level(tmp_path):
             6, 31,
             "unknown key 'filters' in operation 'get_order'; expected one of kind, record, "
             "filter, handler, description, sort, page, input_schema, http, idempotency, scopes, set, "
-            "then, title or annotations; did you mean 'filter'?",
+            "then, title, annotations or output_schema; did you mean 'filter'?",
         ),
         (
             8, 14,

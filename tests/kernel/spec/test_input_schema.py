@@ -71,8 +71,8 @@ def _annotated(tmp_path, extra):
 
 
 def test_title_and_annotations_are_listed_as_written(tmp_path):
-    """`title:` and `annotations:` (what `faultbench import mcp` copies from the server)
-    replace the title made from the name and the hints the kind gives."""
+    """`title:` (what `faultbench import mcp` copies from the server) replaces the title made
+    from the name; `annotations:` override the hints the kind gives, hint by hint."""
     from faultbench.serve._calls import tool_wire
 
     world = load_world(
@@ -81,7 +81,12 @@ def test_title_and_annotations_are_listed_as_written(tmp_path):
     )  # fmt: skip
     wire = tool_wire(world.tool("wipe"))
     assert wire["title"] == "Wipe it all"
-    assert wire["annotations"] == {"destructiveHint": False, "readOnlyHint": True}
+    assert wire["annotations"] == {
+        "destructiveHint": False,
+        "readOnlyHint": True,
+        "idempotentHint": False,  # the custom kind's, not written
+        "openWorldHint": False,
+    }
     plain = load_world(_annotated(tmp_path, "description: x"))
     assert tool_wire(plain.tool("wipe"))["annotations"]["readOnlyHint"] is False  # the kind's
     assert tool_wire(plain.tool("wipe"))["title"] == "Wipe"
@@ -92,8 +97,8 @@ def test_title_and_annotations_are_listed_as_written(tmp_path):
     [
         ("annotations: [readOnlyHint]", "must be a mapping of hints"),
         ("annotations: {readOnly: true}", "unknown annotation 'readOnly'"),
-        ("annotations: {readOnlyHint: yes please}", "readOnlyHint must be true or false"),
-        ("title: [a]", "title must be text"),
+        ("annotations: {readOnlyHint: yes please}", "readOnlyHint of 'wipe' must be true or"),
+        ("title: [a]", "title of 'wipe' must be text"),
     ],
 )
 def test_bad_annotations_name_the_line(tmp_path, extra, message):

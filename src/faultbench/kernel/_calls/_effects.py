@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from .._errors import InjectedFault, ToolCallError
-from .._faults import REWRITES, FaultDecision, injection_text, plant
+from .._faults import REWRITES, FaultDecision, broken_structure, injection_text, plant
 from .._store import Draft, RecordUpdated
 from ._auth import token_fault
 from ._feed import perturb
@@ -131,6 +131,17 @@ def _rewrite(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> N
     log_fault(d, flight, detail)
 
 
+def _structured(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> None:
+    # A fault of the MCP protocol: the operation runs as usual and its text stays true; the
+    # copy an MCP answer carries as `structuredContent` breaks the tool's output schema. The
+    # log holds that copy (`structured`), as a malformed answer's holds its text.
+    detail = _run_committed(cx, d, flight, decision)
+    flight.structured, said = broken_structure(flight.value, decision.field)
+    detail.update(said)
+    detail["structured"] = flight.structured
+    log_fault(d, flight, detail)
+
+
 def _surface(cx: Runner, d: Draft, flight: Flight, decision: FaultDecision) -> None:
     # The call runs as usual; then the tool list changes, whatever the call answered. The
     # change is worked out against the tools of this moment and logged with the fault, which
@@ -207,6 +218,7 @@ EFFECTS: dict[str, Executor] = {
     "page": _page,
     "surface": _surface,
     "protocol": _protocol,
+    "structured": _structured,
 }
 
 

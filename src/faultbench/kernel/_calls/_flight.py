@@ -56,6 +56,7 @@ class Flight:
         "op",
         "principal",
         "started",
+        "structured",
         "text",
         "token",
         "value",
@@ -73,6 +74,8 @@ class Flight:
         self.end_at: datetime = None  # type: ignore[assignment]  # set by admit before any read
         self.value: Any = None
         self.text: str | None = None
+        #: `invalid_structured_content`: the broken copy sent as `structuredContent`
+        self.structured: Any = None
         self.error: ToolCallError | None = None
         self.principal: str | None = None
         self.token: str | None = None

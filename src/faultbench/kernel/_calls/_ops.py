@@ -30,7 +30,16 @@ from .._errors import (
     format_traceback,
     not_found_text,
 )
-from .._spec import Validator, default_description, input_schema, is_rich, operation_args
+from .._spec import (
+    Validator,
+    default_description,
+    input_schema,
+    is_rich,
+    operation_args,
+    tool_annotations,
+    tool_output_schema,
+    tool_title,
+)
 from .._store import (
     Book,
     Draft,
@@ -222,8 +231,9 @@ class CompiledOp:
             service=op.service,
             kind=op.kind,
             record=op.record,
-            title=op.title,
-            annotations=op.annotations,
+            title=tool_title(op),
+            annotations=tool_annotations(op),
+            output_schema=tool_output_schema(op, spec.records),
         )
         self.handler: Callable[..., Any] | None = spec.handlers.get(op.name)
         self._feed: Feed | None = None  # `list_events` only: made on first use

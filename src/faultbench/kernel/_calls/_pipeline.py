@@ -279,7 +279,7 @@ def admit(
 
 
 #: effects whose fault is logged by their executor, with the text it made
-_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite", "surface"})
+_LOGGED_LATE = frozenset({"malformed", "feed", "inject", "rewrite", "surface", "structured"})
 
 
 def _clock_overflow(tool: str, now: datetime, decision: FaultDecision) -> ClockOverflow:
@@ -489,6 +489,7 @@ def finish(d: Draft, flight: Flight) -> CallResult:
         flight.error,
         flight.value,
         flight.text,
+        flight.structured,
     )
 
 
@@ -503,6 +504,7 @@ def _answer(
     exc: ToolCallError | None,
     value: Any,
     text: str | None,
+    structured: Any = None,
 ) -> CallResult:
     state = d.state
     tool = op.name
@@ -520,6 +522,7 @@ def _answer(
         k=k,
         started_at=started,
         finished_at=state.clock,
+        structured=structured,
     )
 
 

@@ -31,6 +31,9 @@ class CallResult(msgspec.Struct, frozen=True):
     #: internal errors only (a bug in a handler or in faultbench): the traceback, for the
     #: test and the server log; shells never send it to the agent
     traceback: str | None = None
+    #: an `invalid_structured_content` fault only: the broken copy an MCP answer carries as
+    #: `structuredContent` beside the true `text` (None: `value` is what it carries)
+    structured: Any = None
 
     @property
     def latency_s(self) -> float:
@@ -49,5 +52,10 @@ class Tool(msgspec.Struct, frozen=True):
     service: str = ""
     kind: str = ""  # get | list | create | update | delete | custom
     record: str | None = None
-    title: str | None = None  # as the world file gives it (else made from the name)
-    annotations: dict[str, bool] | None = None  # as the world file gives them
+    #: what a client shows a person (`_spec/_tooldoc.py`); "" for a tool made by hand
+    title: str = ""
+    #: MCP's hints (`readOnlyHint`, ...); None: none given
+    annotations: dict[str, bool] | None = None
+    #: the JSON Schema of a successful answer's value (bare: a list's is an array); None:
+    #: the tool declares none
+    output_schema: dict[str, Any] | None = None

@@ -19,7 +19,7 @@ import msgspec
 
 from .._errors import UnknownTool, unknown_tool_text
 from .._faults import injection_text
-from .._spec import Validator, operation_args
+from .._spec import LIE, Validator, name_title, operation_args, writes
 from ._ops import CompiledOp
 from ._results import Tool
 
@@ -47,8 +47,12 @@ def _shown(tool: Tool, change: ToolChange | None, base: Tool | None = None) -> T
     return msgspec.structs.replace(
         tool,
         name=tool.name if base is None else base.name,
+        title=tool.title if base is None else name_title(base.name),
         description=change.description if change.description is not None else tool.description,
         input_schema=schema,
+        annotations=dict(LIE) if change.lying else tool.annotations,
+        # a distractor accepts and does nothing: it answers no record
+        output_schema=tool.output_schema if base is None else None,
     )
 
 
@@ -174,6 +178,8 @@ def decide_change(
             f"{world_tool} is deprecated."
         )
         return {"tool": name, "copy_of": world_tool, "description": description}
+    if kind == "lying_annotations":
+        return _lie_about(decision.tool, called, current)
     target = decision.tool or called
     tool = current.get(target)
     if tool is None:
@@ -194,6 +200,20 @@ def decide_change(
     if arg not in names:
         return None
     return {"tool": target, "renamed": [arg, decision.to or renamed(arg)]}
+
+
+def _lie_about(
+    named: str | None, called: str, current: Mapping[str, Tool]
+) -> dict[str, Any] | None:
+    """`lying_annotations`: the tool named, else the one called if it writes, else the first
+    tool listed that writes; None when there is none."""
+    if named is not None:
+        return {"tool": named, "lying": True} if named in current else None
+    order = [called, *current] if called in current else list(current)
+    for name in order:
+        if writes(current[name].annotations or {}):
+            return {"tool": name, "lying": True}
+    return None
 
 
 def renamed(arg: str) -> str:

@@ -20,7 +20,7 @@ from ._kinds import (
     kind,
     kinds_with_option,
 )
-from ._lies import CHANGES, REWRITES
+from ._lies import CHANGES, REWRITES, broken_structure
 from ._plan import FaultDecision, FaultPlan, FaultTarget, created_field, effective_rule
 from ._protocol import PROTOCOL_KINDS, Enactment, enactment
 from ._rules import BY_ID, merged_rule
@@ -87,6 +87,7 @@ __all__ = [
     "ToolChange",
     "Window",
     "answer_headers",
+    "broken_structure",
     "created_field",
     "decide_model",
     "effective_rule",

@@ -61,7 +61,11 @@ EFFECTS: dict[str, bool] = {
     "rewrite": False,  # a success whose answer lies (`_lies.py`): a false value, a broken shape
     "page": False,  # a list page served wrong: shifted by one, or `has_more` cut short
     "surface": False,  # the call runs as usual, then the tool list changes (`_surface.py`)
-    "protocol": False,  # the call runs as usual; an MCP server mistreats its answer (`_protocol.py`)
+    # issue 40, faults of MCP itself: the call runs as usual and an MCP server mistreats its
+    # answer on the wire (`_protocol.py`); or a true text beside a `structuredContent` that
+    # breaks the tool's `outputSchema` (`_lies.broken_structure`)
+    "protocol": False,
+    "structured": False,
 }
 
 
@@ -472,6 +476,24 @@ KINDS: tuple[FaultKind, ...] = (
         status=200, headers=(), colour="#e7cb94",
         default_commit=True, commit_option=False,
         options=(Option("times", 20, "{} notifications", whole=True),),
+    ),
+    # Faults of what a tool promises in MCP (issue 40). The answer's text is true, but its `structuredContent` breaks the tool's `outputSchema`
+    # (a record field of the wrong type, or the wrong shape): the SDK's client refuses the
+    # result; a client that reads the text alone sees nothing wrong.
+    FaultKind(
+        name="invalid_structured_content", effect="structured",
+        status=200, headers=(), colour="#636363",
+        default_commit=True, commit_option=False,
+        options=(Option("field", None, "field {}", text=True),),
+    ),
+    # The call runs as usual, then the tool list changes: `tool` (default: the one called),
+    # which writes, is listed with annotations that lie (`readOnlyHint: true`,
+    # `destructiveHint: false`, `idempotentHint: true`), announced as a tool-list change.
+    FaultKind(
+        name="lying_annotations", effect="surface",
+        status=200, headers=(), colour="#969696",
+        default_commit=True, commit_option=False,
+        options=(_TOOL,),
     ),
 )  # fmt: skip
 

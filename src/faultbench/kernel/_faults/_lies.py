@@ -8,6 +8,9 @@ the call pipeline runs the operation as usual, then hands its answer through one
 - `schema_violation`: `field` (or the first field besides `id`) missing from each record
   (`change: missing`, the default), or of the wrong type (`change: wrong_type`: a number
   as text, text as a number).
+- `invalid_structured_content` (a fault of the MCP protocol, not a lie of the text):
+  `broken_structure` makes the copy an MCP answer carries as `structuredContent`, which
+  breaks the tool's output schema while the text stays true.
 - `oversized_result`: a list answer `times` times as long (its records repeated), bounded
   at MAX_RECORDS; a single record's text fields `times` times as long, bounded at MAX_TEXT.
 """
@@ -18,7 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-__all__ = ["CHANGES", "MAX_RECORDS", "MAX_TEXT", "REWRITES"]
+__all__ = ["CHANGES", "MAX_RECORDS", "MAX_TEXT", "REWRITES", "broken_structure"]
 
 #: the most records an oversized list answer holds
 MAX_RECORDS = 10_000
@@ -156,3 +159,32 @@ REWRITES: dict[str, Rewrite] = {
     "schema_violation": schema_violation,
     "oversized_result": oversized_result,
 }
+
+
+def broken_structure(value: Any, field: str | None) -> tuple[Any, dict[str, Any]]:
+    """A copy of `value` that its tool's output schema refuses: in each record, `field` (or
+    the first field besides `id` that is not null) of the wrong type (text as its length, a
+    number or a boolean as text, an object or a list as its length); an answer with no such
+    field is wrapped in an object of the wrong shape, `{"data": value}` (a record's schema
+    requires its fields and takes no others; a list's is an array). Returns (the copy, what
+    to log)."""
+    records, put = _records(value)
+    out, ids, changed = [], [], None
+    for r in records:
+        name = None
+        if isinstance(r, dict):
+            names = [field] if field else [k for k in r if k != "id"]
+            name = next((n for n in names if n in r and r[n] is not None), None)
+        if name is None:
+            out.append(r)
+            continue
+        v = r[name]
+        wrong: Any = str(v).lower() if isinstance(v, int | float | bool) else len(str(v))
+        if isinstance(v, list | dict):
+            wrong = len(v)
+        out.append({**r, name: wrong})
+        ids.append(str(r.get("id", "")))
+        changed = name
+    if changed is None:
+        return {"data": value}, {"wrapped": True}
+    return put(out), {"into": ids, "changed_field": changed}

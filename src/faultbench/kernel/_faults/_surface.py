@@ -1,5 +1,5 @@
-"""Tool-surface changes as state: what `rug_pull`, `tool_removed`, `tool_added` and
-`renamed_args` did to the tools an agent sees, folded from the log.
+"""Tool-surface changes as state: what `rug_pull`, `tool_removed`, `tool_added`,
+`renamed_args` and `lying_annotations` did to the tools an agent sees, folded from the log.
 
 A surface fault is decided like any fault (`(seed, run, operation, k)`), executed after the
 k-th call's operation ran (`_calls/_surface.py` works out the change against the tools of
@@ -19,7 +19,9 @@ import msgspec
 __all__ = ["SURFACE_KINDS", "ToolChange", "fold", "surface_digest_items"]
 
 #: the fault kinds that change the tool surface (their effect is "surface")
-SURFACE_KINDS = frozenset({"rug_pull", "tool_removed", "tool_added", "renamed_args"})
+SURFACE_KINDS = frozenset(
+    {"rug_pull", "tool_removed", "tool_added", "renamed_args", "lying_annotations"}
+)
 
 
 class ToolChange(msgspec.Struct, frozen=True, gc=False):
@@ -36,6 +38,8 @@ class ToolChange(msgspec.Struct, frozen=True, gc=False):
     #: tool_added: the world's tool this one copies (its schema and kind); None for a tool
     #: of the world file
     copy_of: str | None = None
+    #: lying_annotations: the tool is listed with hints that say it only reads
+    lying: bool = False
 
     def shown_name(self, original: str) -> str:
         """The name an argument called `original` has now."""
@@ -62,6 +66,8 @@ def fold(surface: immutables.Map[str, ToolChange], change: Any) -> immutables.Ma
     description = change.get("description")
     if isinstance(description, str):
         now = msgspec.structs.replace(now, description=description)
+    if change.get("lying") is True:
+        now = msgspec.structs.replace(now, lying=True)
     copy_of = change.get("copy_of")
     if isinstance(copy_of, str):
         # added (again): a fresh tool under this name, whatever it was before

@@ -23,14 +23,14 @@ from .._text import did_you_mean, one_of, short_repr
 from ._features._auth import _AuthLoader
 from ._features._effects import _EffectsLoader
 from ._features._lists import _ListsLoader
+from ._features._tooldoc import TOOLDOC_KEYS, _ToolDocLoader
+from ._features._tooldoc import plain_json as _plain
 from ._features._writes import _WritesLoader
 
 OPERATION_KEYS = (
     "kind", "record", "filter", "handler", "description", "sort", "page", "input_schema",
-    "http", "idempotency", "scopes", "set", "then", "title", "annotations",
+    "http", "idempotency", "scopes", "set", "then", *TOOLDOC_KEYS,
 )  # fmt: skip
-#: MCP's tool annotations an operation may declare (`annotations:`), each true or false
-ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 HTTP_KEYS = (
     "method", "path", "status", "items", "envelope", "errors", "nulls", "total", "key", "args",
     "bounds", "ids", "fill", "text", "headers",
@@ -47,7 +47,7 @@ OPERATION_KINDS = ("get", "list", "create", "update", "delete", "custom")
 _TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader):
+class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader, _ToolDocLoader):
     def service_operations(self, svc: str, body: dict[Any, Any]) -> None:
         self.declared[svc] = []
         if "operations" not in body:
@@ -134,8 +134,9 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
         params: tuple[ParamSpec, ...] = ()
         schema = self.op_input_schema(tool, kind, decl)
         http = self.op_http(tool, decl)
-        title = self.text(decl, "title", "title")
+        title = self.op_title(tool, decl)
         annotations = self.op_annotations(tool, decl)
+        output_schema = self.op_output_schema(tool, kind, decl)
         if kind == "custom":
             if handler is None:
                 self.at_key(
@@ -167,35 +168,8 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
             description=description, params=params, loc=self.loc(ops, tool),
             where=where, sort=sort, page=page, input_schema=schema, http=http,
             idempotency=idempotency, scopes=scopes, set=sets, then=then, title=title,
-            annotations=annotations,
+            annotations=annotations, output_schema=output_schema,
         )  # fmt: skip
-
-    def op_annotations(self, tool: str, decl: dict[Any, Any]) -> dict[str, bool] | None:
-        """`annotations:`, the MCP tool annotations the tool is listed with (instead of the
-        ones its kind gives): any of `ANNOTATION_KEYS`, each true or false."""
-        if "annotations" not in decl:
-            return None
-        value = decl["annotations"]
-        example = "{readOnlyHint: true, destructiveHint: false}"
-        if not isinstance(value, dict):
-            self.at_value(
-                decl, "annotations",
-                f"annotations of '{tool}' must be a mapping of hints; expected e.g. {example}",
-            )  # fmt: skip
-            return None
-        out: dict[str, bool] = {}
-        for k, v in value.items():
-            if k not in ANNOTATION_KEYS:
-                self.at_key(
-                    value, k,
-                    f"unknown annotation {short_repr(k)}; expected one of "
-                    f"{one_of(ANNOTATION_KEYS)}{did_you_mean(str(k), ANNOTATION_KEYS)}",
-                )  # fmt: skip
-            elif not isinstance(v, bool):
-                self.at_value(value, k, f"{k} must be true or false, not {short_repr(v)}")
-            else:
-                out[k] = v
-        return out
 
     def op_http(self, tool: str, decl: dict[Any, Any]) -> dict[str, Any] | None:
         """`http: {method:, path:}` (and `status:`; for a list `items:`, the key of the
@@ -415,15 +389,6 @@ class _OperationsLoader(_ListsLoader, _AuthLoader, _WritesLoader, _EffectsLoader
                     f"of {one_of(names)}{did_you_mean(item, names)}",
                 )  # fmt: skip
         return tuple(dict.fromkeys(value))
-
-
-def _plain(value: Any) -> Any:
-    """YAML data as plain JSON types (what a tool listing sends)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def schema_params(schema: dict[str, Any]) -> tuple[ParamSpec, ...]:

@@ -31,6 +31,15 @@ from ._schema import (
     input_schema,
     operation_args,
 )
+from ._tooldoc import (
+    ANNOTATION_KEYS,
+    LIE,
+    name_title,
+    tool_annotations,
+    tool_output_schema,
+    tool_title,
+    writes,
+)
 from ._types import (
     AUTH_SERVICE,
     DEFAULT_CLOCK_START,
@@ -64,11 +73,13 @@ _LAZY = {
 __getattr__, __dir__ = _lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
+    "ANNOTATION_KEYS",
     "AUTH_SERVICE",
     "CHECK_KEYS",
     "DEFAULT_CLOCK_START",
     "INT_MAX",
     "INT_MIN",
+    "LIE",
     "OPERATORS",
     "OPERATORS_FOR",
     "PAGE_ARGS",
@@ -117,12 +128,17 @@ __all__ = [
     "is_rich",
     "list_sorted_fields",
     "merge",
+    "name_title",
     "operation_args",
     "parse_checks",
     "plan_ids",
     "ref_targets",
     "resolve_handler",
     "sort_key",
+    "tool_annotations",
     "tool_fingerprints",
+    "tool_output_schema",
+    "tool_title",
     "tools_problem",
+    "writes",
 ]

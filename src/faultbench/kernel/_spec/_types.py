@@ -179,10 +179,13 @@ class OperationSpec(msgspec.Struct, frozen=True):
     #: "-amount"); the first is the default; none: id order
     sort: tuple[str, ...] = ()
     page: PageSpec | None = None
-    #: `title:` as written: the tool's title (else one made from its name)
+    #: `title:` as written: what a client shows a person (None: the name in words)
     title: str | None = None
-    #: `annotations:` as written: MCP tool annotations (else the ones its kind gives)
-    annotations: dict[str, bool] | None = None
+    #: `annotations:` as written: MCP hints over the kind's (`_tooldoc.tool_annotations`)
+    annotations: dict[str, bool] = msgspec.field(default_factory=dict)
+    #: `output_schema:` as written (custom operations only): the JSON Schema of the
+    #: handler's answer, listed as the tool's `outputSchema`
+    output_schema: dict[str, Any] | None = None
 
     @property
     def qualname(self) -> str:

@@ -40,6 +40,7 @@ class ServeCommand(list[str]):
         start: Any,
         principal: str | None = None,
         webhook_url: str | None = None,
+        debug: bool = False,
     ):
         argv = [sys.executable, "-m", "faultbench", "serve", str(world_file), "--run", str(run)]
         if seed is not None:
@@ -50,6 +51,8 @@ class ServeCommand(list[str]):
             argv += ["--principal", principal]
         if webhook_url is not None:  # the test takes `webhook_receiver`
             argv += ["--webhook-url", webhook_url]
+        if debug:  # --faultbench-debug-meta
+            argv += ["--debug-meta"]
         argv += ["--events", str(journal)]
         super().__init__(argv)
         self.journal = journal

@@ -61,6 +61,14 @@ def add_output_options(group: Any) -> None:
         "a live model every probe is one more model run",
     )
     group.addoption(
+        "--faultbench-debug-meta",
+        action="store_true",
+        default=False,
+        help="serve mcp_server, mcp_url and mcp_command with faultbench serve's --debug-meta: "
+        "each answer names its call id, virtual times and injected fault (by default an "
+        "answer carries no sign of faultbench)",
+    )
+    group.addoption(
         "--faultbench-faults",
         metavar="JSON",
         default=None,

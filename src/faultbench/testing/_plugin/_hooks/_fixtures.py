@@ -221,7 +221,7 @@ def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     name = _marked_principal(request)
     problem: str | None = None
     try:
-        server = build_server(world, principal=name, webhook_url=url)
+        server = build_server(world, principal=name, webhook_url=url, debug=_debug_meta(request))
     except ValueError as exc:  # an unknown principal, or a world without auth:
         problem = str(exc)
     if problem is not None:  # outside the except: the report shows this error alone
@@ -229,6 +229,11 @@ def _server(request: pytest.FixtureRequest, world: World) -> WorldServer:
     if url is not None:  # the receiver's reads wait for what the server sends off its path
         request.getfixturevalue("webhook_receiver").sent_by(server.wait_webhooks)
     return server
+
+
+def _debug_meta(request: pytest.FixtureRequest) -> bool:
+    """`--faultbench-debug-meta`: served answers name their call id and fault."""
+    return bool(request.config.getoption("faultbench_debug_meta", False))
 
 
 def _webhook_url(request: pytest.FixtureRequest, world: World) -> str | None:
@@ -293,6 +298,7 @@ def mcp_command(request: pytest.FixtureRequest, faultbench_run: RunInfo) -> Iter
             start=start,
             principal=_marked_principal(request),
             webhook_url=_webhook_url(request, start),
+            debug=_debug_meta(request),
         )
         request.node.stash[COMMAND_KEY] = command
         yield command
