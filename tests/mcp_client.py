@@ -46,6 +46,7 @@ def _snaked(value: Any) -> Any:
             out[name] = item if keep else _snaked(item)
     out.setdefault("annotations", None)
     out.setdefault("structured_content", None)
+    out.setdefault("output_schema", None)
     return SimpleNamespace(**out)
 
 

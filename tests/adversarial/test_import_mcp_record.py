@@ -60,8 +60,10 @@ def test_record_calls_only_the_tools_the_server_marks_read_only(tmp_path, capsys
     assert world.call("wipe", {}).value is None
     # listed with the server's title and hints, not the ones a custom operation gets
     peek, wipe = tool_wire(world.tool("peek")), tool_wire(world.tool("wipe"))
-    assert (peek["title"], peek["annotations"]) == ("Peek at it", {"readOnlyHint": True})
-    assert wipe["annotations"] == {"readOnlyHint": False, "destructiveHint": True}
+    # (a hint the server left out: the value MCP gives an absent one)
+    absent = {"destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+    assert (peek["title"], peek["annotations"]) == ("Peek at it", absent | {"readOnlyHint": True})
+    assert wipe["annotations"] == absent | {"readOnlyHint": False, "destructiveHint": True}
     assert world.call("peek", {}).value == PEEK_TEXT  # the server's text, every character
 
 

@@ -21,7 +21,7 @@ from faultbench.serve import build_server
 from faultbench.serve._rest import respond
 from faultbench.serve._sdk import IN_PROCESS_PROTOCOL as MODERN
 from faultbench.serve._sdk import types as mcp_types
-from tests.kernel.test_faultkinds import SHOP, example_call, faults_block
+from tests.kernel.faults.test_faultkinds import SHOP, example_call, faults_block
 
 pytestmark = pytest.mark.anyio
 

@@ -431,7 +431,7 @@ class OpenEnvServer:
             session = self.open()
         except CapacityError as exc:
             await _send(socket, _error(exc, active_sessions=exc.active, max_sessions=exc.limit))
-            await socket.close()
+            await _close_after_client(socket)
             return
         try:
             while True:
@@ -443,7 +443,7 @@ class OpenEnvServer:
                         "(--session-timeout). Connect again and reset."
                     )
                     await _send(socket, {"type": "error", "data": {"message": message, "code": "SESSION_ERROR"}})  # fmt: skip
-                    await socket.close()
+                    await _close_after_client(socket)
                     return
                 session.last_active = time.monotonic()
                 answer = await self._message(session, raw)
@@ -645,6 +645,20 @@ def _version() -> str:
         return version("faultbench")
     except PackageNotFoundError:  # a source tree run without installing
         return "0"
+
+
+async def _close_after_client(socket: WebSocket, grace: float = 5.0) -> None:
+    """End a WebSocket the server gave up on (after the error saying why): the client, told,
+    closes it; only one that stays `grace` seconds more is closed from here. Closing at once
+    races the client's own close, and Hypercorn's trio worker then sends on one stream from
+    two tasks (`trio.BusyResourceError`), which takes the whole server down."""
+    import anyio
+
+    with anyio.move_on_after(grace):
+        while True:  # whatever it still sends goes unanswered
+            if (await socket.receive())["type"] == "websocket.disconnect":
+                return
+    await socket.close()
 
 
 async def _send(socket: WebSocket, answer: dict[str, Any]) -> None:

@@ -391,16 +391,26 @@ def _schema_yaml(schema: dict[str, Any], pad: str) -> list[str]:
     return [f"{pad}input_schema: {lines[0]}", *(f"{pad}  {ln}" for ln in lines[1:])]
 
 
-_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+#: MCP's four hints and what a client takes each to be when a server leaves it out
+_HINTS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
 
 
 def copied_annotations(tool: dict[str, Any]) -> dict[str, bool] | None:
-    """The server's hints on `tool` a world file holds (the four booleans), or None when it
-    gave none: the world then lists the tool with the server's own hints."""
+    """The server's hints on `tool` as a world file holds them: all four, a hint the server
+    left out written with the value MCP gives an absent hint (so the world's own defaults for
+    a custom operation, which a file's `annotations:` override hint by hint, cannot stand in
+    for it). None when the server gave no annotations: the world lists the tool with a custom
+    operation's conservative hints."""
     annotations = tool.get("annotations")
     if not isinstance(annotations, dict):
         return None
-    return {k: v for k, v in annotations.items() if k in _HINTS and isinstance(v, bool)}
+    given = {k: v for k, v in annotations.items() if k in _HINTS and isinstance(v, bool)}
+    return {k: given.get(k, absent) for k, absent in _HINTS.items()}
 
 
 def world_text(server: ServerTools, fams: list[Family], *, source: str, handlers: str) -> str:
